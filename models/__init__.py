@@ -1,0 +1,1 @@
+"""The vLLM-Omni lifecycle machines and composed systems (`statecore.models`)."""

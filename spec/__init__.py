@@ -1,0 +1,1 @@
+"""The properties the vLLM-Omni lifecycle models must keep (`statecore.spec`)."""

@@ -1,0 +1,38 @@
+"""statecore: one declarative lifecycle definition, four uses.
+
+Run it (`Instance`), check it exhaustively (`statecore.explore`), fuzz a real
+implementation against it (`statecore.fuzz`), and draw it
+(`statecore.diagram`). The names below are the public API of the runtime
+core; they import nothing outside the standard library.
+"""
+
+from __future__ import annotations
+
+from .definition import Event, Field, Machine, Output, Snapshot, State, Transition, Var, out
+from .errors import DefinitionError, FireError, StatecoreError, TransitionError
+from .runtime import Instance
+from .semantics import ACCEPTED, IGNORED, REJECTED, Outcome, step
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACCEPTED",
+    "IGNORED",
+    "REJECTED",
+    "DefinitionError",
+    "Event",
+    "Field",
+    "FireError",
+    "Instance",
+    "Machine",
+    "Outcome",
+    "Output",
+    "Snapshot",
+    "State",
+    "StatecoreError",
+    "Transition",
+    "TransitionError",
+    "Var",
+    "out",
+    "step",
+]

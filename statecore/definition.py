@@ -1,0 +1,419 @@
+"""Declarative machine definitions.
+
+A `Machine` is data: named states, typed variables with finite domains, events
+with payload fields, and transitions ``(source, event, guard, target, effect,
+emit)``. Guards, effects and emitters are pure functions of the current
+`Snapshot` and the event's payload. Everything that can be checked about a
+definition is checked when the `Machine` is built (see `statecore.validation`),
+so a machine that exists is a machine that makes sense.
+
+Example::
+
+    sender = Machine(
+        "sender",
+        states=[State("idle", initial=True), State("queued", hot=True),
+                State("sent", final=True)],
+        variables=[Var("puts", range(3), default=0)],
+        events=[Event("enqueue"), Event("put", [Field("ok", (True, False))])],
+        transitions=[
+            Transition("idle", "enqueue", "queued"),
+            Transition("queued", "put", "sent", guard=lambda s, p: p["ok"],
+                       effect=lambda s, p: {"puts": s.puts + 1}),
+        ],
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, Union
+
+from .errors import InvalidNameError, PolicyError
+
+Policy = Literal["reject", "ignore", "error"]
+POLICIES: tuple[str, ...] = ("reject", "ignore", "error")
+
+Payload = Mapping[str, Any]
+
+
+class Output(NamedTuple):
+    """An observable output emitted by a transition, e.g. ``put(finished=True)``.
+
+    Outputs are hashable values: trace monitors and the fuzz interpreter compare
+    them with what a real implementation did.
+    """
+
+    name: str
+    fields: tuple[tuple[str, Hashable], ...] = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the value of field `key`, or `default`."""
+        for name, value in self.fields:
+            if name == key:
+                return value
+        return default
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields)
+        return f"{self.name}({inner})"
+
+
+def out(name: str, **fields: Hashable) -> Output:
+    """Build an `Output`: ``out("put", finished=True)``."""
+    return Output(name, tuple(fields.items()))
+
+
+class Snapshot(tuple[Any, ...]):
+    """The immutable, hashable state of one machine: a control state plus variables.
+
+    Each machine has its own subclass with one attribute per variable, so
+    guards read ``s.puts`` and ``s.state``. Two snapshots are equal, and hash
+    equal, exactly when they hold the same state and the same values.
+    """
+
+    __slots__ = ()
+    _machine_name: str = "?"
+    _fields: tuple[str, ...] = ("state",)
+
+    @property
+    def state(self) -> str:
+        """The name of the control state."""
+        return str(self[0])
+
+    def values(self) -> dict[str, Any]:
+        """The variables as a new dict (name -> value)."""
+        return dict(zip(self._fields[1:], self[1:]))
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"machine {self._machine_name!r} has no variable {name!r}; "
+            f"its variables are {list(self._fields[1:])}"
+        )
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+        return f"{self._machine_name}({inner})"
+
+
+Guard = Callable[[Snapshot, Payload], bool]
+Effect = Callable[[Snapshot, Payload], Union[Mapping[str, Any], None]]
+Emitter = Callable[[Snapshot, Payload], Iterable[Output]]
+
+
+def check_identifier(kind: str, name: object, where: str) -> str:
+    """Return `name` if it is a valid identifier, else raise `InvalidNameError`."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InvalidNameError(
+            f"{where}: {kind} name {name!r} is not a Python identifier; "
+            f"use letters, digits and underscores, not starting with a digit"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class State:
+    """A control state.
+
+    `final` states have no outgoing transition; `hot` states are states the
+    machine must not rest in once the system is quiescent (a queued terminal
+    that was never sent, say).
+    """
+
+    name: str
+    initial: bool = False
+    final: bool = False
+    hot: bool = False
+    doc: str = ""
+
+
+def _as_tuple(values: Iterable[Hashable]) -> tuple[Hashable, ...]:
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class Var:
+    """A machine variable with a finite domain and a default value."""
+
+    name: str
+    domain: tuple[Hashable, ...]
+    default: Hashable
+    doc: str = ""
+
+    def __init__(
+        self, name: str, domain: Iterable[Hashable], default: Hashable, doc: str = ""
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "domain", _as_tuple(domain))
+        object.__setattr__(self, "default", default)
+        object.__setattr__(self, "doc", doc)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A payload field of an event.
+
+    Give a finite `domain` for values the explorer enumerates exhaustively, or,
+    for unbounded types such as ``float``, a `sample` of representative values
+    (the symbolic check looks beyond it).
+    """
+
+    name: str
+    domain: tuple[Hashable, ...] | None = None
+    sample: tuple[Hashable, ...] | None = None
+    type: type | None = None
+    doc: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        domain: Iterable[Hashable] | None = None,
+        *,
+        sample: Iterable[Hashable] | None = None,
+        type: type | None = None,  # noqa: A002 - mirrors dataclass field name
+        doc: str = "",
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "domain", None if domain is None else _as_tuple(domain))
+        object.__setattr__(self, "sample", None if sample is None else _as_tuple(sample))
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "doc", doc)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the field has a finite domain (rather than only a sample)."""
+        return self.domain is not None
+
+    @property
+    def values(self) -> tuple[Hashable, ...]:
+        """The values the explorer tries: the domain, else the sample."""
+        if self.domain is not None:
+            return self.domain
+        return self.sample or ()
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event with payload fields and a policy for when no transition is enabled.
+
+    ``reject`` returns a rejected outcome (production paths that must fail
+    open), ``ignore`` returns an ignored outcome (a no-op by design), ``error``
+    raises `TransitionError` (firing it there is a programmer error).
+    """
+
+    name: str
+    fields: tuple[Field, ...] = ()
+    policy: Policy = "reject"
+    doc: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        fields: Iterable[Field] = (),
+        policy: Policy = "reject",
+        doc: str = "",
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "fields", tuple(fields))
+        object.__setattr__(self, "policy", policy)
+        object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "_field_names", frozenset(f.name for f in self.fields))
+        if policy not in POLICIES:
+            raise PolicyError(
+                f"event {name!r}: policy {policy!r} is not one of {list(POLICIES)}"
+            )
+
+    @property
+    def field_names(self) -> frozenset[str]:
+        """The names of the payload fields."""
+        return self._field_names
+
+
+def _callable_label(fn: object, fallback: str) -> str:
+    name = getattr(fn, "__name__", "")
+    if not name or name == "<lambda>":
+        return fallback
+    return str(name)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """``source --event [guard] / effect--> target``, emitting outputs.
+
+    `source` is one state name or several. `target` ``None`` means "stay in
+    the source state" (a self-loop that may still change variables). `guard`
+    returns whether the transition is enabled; `effect` returns the variables
+    it changes (a mapping, or ``None`` for none); `emit` is a tuple of
+    `Output` values or a function returning them. Labels are the short texts
+    shown on diagrams and in traces.
+    """
+
+    source: tuple[str, ...]
+    event: str
+    target: str | None
+    guard: Guard | None = None
+    effect: Effect | None = None
+    emit: tuple[Output, ...] | Emitter = ()
+    guard_label: str = ""
+    effect_label: str = ""
+    name: str = ""
+
+    def __init__(
+        self,
+        source: str | Iterable[str],
+        event: str,
+        target: str | None = None,
+        *,
+        guard: Guard | None = None,
+        effect: Effect | None = None,
+        emit: Iterable[Output] | Emitter = (),
+        guard_label: str = "",
+        effect_label: str = "",
+        name: str = "",
+    ) -> None:
+        sources = (source,) if isinstance(source, str) else tuple(source)
+        object.__setattr__(self, "source", sources)
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "guard", guard)
+        object.__setattr__(self, "effect", effect)
+        object.__setattr__(self, "emit", emit if callable(emit) else tuple(emit))
+        object.__setattr__(
+            self, "guard_label", guard_label or (guard and _callable_label(guard, "guard")) or ""
+        )
+        object.__setattr__(
+            self,
+            "effect_label",
+            effect_label or (effect and _callable_label(effect, "effect")) or "",
+        )
+        default_name = f"{'|'.join(sources)}--{event}-->{target or '(same)'}"
+        object.__setattr__(self, "name", name or default_name)
+
+    def label(self) -> str:
+        """``event [guard] / effect``: the edge label used on diagrams."""
+        text = self.event
+        if self.guard_label:
+            text += f" [{self.guard_label}]"
+        if self.effect_label:
+            text += f" / {self.effect_label}"
+        return text
+
+
+class Compiled(NamedTuple):
+    """One transition from one concrete source state, ready to run.
+
+    A tuple so that the hot path in `statecore.semantics.step` can unpack it
+    in one go.
+    """
+
+    target: str
+    guard: Guard | None
+    effect: Effect | None
+    emit_fn: Emitter | None
+    emit_static: tuple[Output, ...]
+    transition: Transition
+    field_names: frozenset[str]
+
+
+@dataclass(frozen=True, eq=False)
+class Machine:
+    """A validated, immutable state machine definition.
+
+    Build one with the constructor; it raises a `DefinitionError` subclass
+    naming the culprit and the fix if the definition is inconsistent. The
+    finite-domain checks (non-determinism, effects leaving a domain) explore
+    the reachable snapshots up to `check_limit`.
+    """
+
+    name: str
+    states: tuple[State, ...]
+    events: tuple[Event, ...]
+    transitions: tuple[Transition, ...]
+    variables: tuple[Var, ...] = ()
+    doc: str = ""
+    check_limit: int = 200_000
+    # Derived, filled in by __post_init__.
+    initial: State = field(init=False, repr=False)
+    snapshot_class: type[Snapshot] = field(init=False, repr=False)
+    state_index: Mapping[str, State] = field(init=False, repr=False)
+    event_index: Mapping[str, Event] = field(init=False, repr=False)
+    var_index: Mapping[str, int] = field(init=False, repr=False)
+    dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(
+        init=False, repr=False
+    )
+    initial_snap: Snapshot = field(init=False, repr=False)
+    cacheable_events: frozenset[str] = field(init=False, repr=False)
+    outcome_cache: dict[tuple[Any, ...], Any] = field(init=False, repr=False)
+    reachable_snapshots: frozenset[Snapshot] = field(init=False, repr=False)
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        states: Iterable[State],
+        events: Iterable[Event],
+        transitions: Iterable[Transition],
+        variables: Iterable[Var] = (),
+        doc: str = "",
+        check_limit: int = 200_000,
+    ) -> None:
+        from .validation import validate
+
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "states", tuple(states))
+        object.__setattr__(self, "events", tuple(events))
+        object.__setattr__(self, "transitions", tuple(transitions))
+        object.__setattr__(self, "variables", tuple(variables))
+        object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "check_limit", check_limit)
+        validate(self)
+
+    # -- construction helpers used by validation ---------------------------
+
+    def _install(self, **derived: Any) -> None:
+        for key, value in derived.items():
+            object.__setattr__(self, key, value)
+
+    # -- public queries ----------------------------------------------------
+
+    @property
+    def final_states(self) -> frozenset[str]:
+        """Names of the final states."""
+        return frozenset(s.name for s in self.states if s.final)
+
+    @property
+    def hot_states(self) -> frozenset[str]:
+        """Names of the hot states."""
+        return frozenset(s.name for s in self.states if s.hot)
+
+    def initial_snapshot(self) -> Snapshot:
+        """The snapshot every new instance starts in."""
+        return self.initial_snap
+
+    def snapshot(self, state: str, **values: Any) -> Snapshot:
+        """Build a snapshot in `state`, variables at their defaults unless given."""
+        from .errors import UnknownStateError, UnknownVariableError
+
+        if state not in self.state_index:
+            raise UnknownStateError(
+                f"machine {self.name!r}: no state {state!r}; states are "
+                f"{[s.name for s in self.states]}"
+            )
+        unknown = set(values) - set(self.var_index)
+        if unknown:
+            raise UnknownVariableError(
+                f"machine {self.name!r}: no variable(s) {sorted(unknown)}; "
+                f"variables are {[v.name for v in self.variables]}"
+            )
+        row = [state] + [values.get(v.name, v.default) for v in self.variables]
+        return self.snapshot_class(row)
+
+    def enabled_events(self, snapshot: Snapshot) -> tuple[str, ...]:
+        """Events with at least one transition out of the snapshot's state."""
+        return tuple(self.dispatch[snapshot.state])
+
+    def __repr__(self) -> str:
+        return (
+            f"Machine({self.name!r}, {len(self.states)} states, "
+            f"{len(self.events)} events, {len(self.transitions)} transitions)"
+        )

@@ -1,0 +1,104 @@
+"""Exception classes.
+
+Every definition error is raised while a `Machine` or `System` is being built,
+never later, and its message names the machine, the culprit (state, event,
+variable, field or transition) and the fix. Each kind of mistake has its own
+class so that tests and tools can tell them apart.
+"""
+
+from __future__ import annotations
+
+
+class StatecoreError(Exception):
+    """Base class of every error raised by statecore."""
+
+
+class DefinitionError(StatecoreError):
+    """A machine or system definition is invalid."""
+
+
+class InvalidNameError(DefinitionError):
+    """A state, event, variable or field name is not a Python identifier."""
+
+
+class DuplicateNameError(DefinitionError):
+    """Two states, events, variables or fields share a name."""
+
+
+class NameClashError(DefinitionError):
+    """A name would be ambiguous, e.g. a state and an event with the same name."""
+
+
+class InitialStateError(DefinitionError):
+    """There is no initial state, or more than one."""
+
+
+class UnknownStateError(DefinitionError):
+    """A transition names a source or target state that is not declared."""
+
+
+class UnknownEventError(DefinitionError):
+    """A transition names an event that is not declared."""
+
+
+class FinalStateTransitionError(DefinitionError):
+    """A transition leaves a final state."""
+
+
+class HotFinalStateError(DefinitionError):
+    """A state is both hot (must not rest there) and final (always rests there)."""
+
+
+class UnreachableStateError(DefinitionError):
+    """A declared state cannot be reached from the initial state."""
+
+
+class UnusedEventError(DefinitionError):
+    """A declared event has no transition at all."""
+
+
+class NondeterminismError(DefinitionError):
+    """Two transitions can both be enabled for the same state, event and payload."""
+
+
+class VariableDomainError(DefinitionError):
+    """A variable's default value lies outside its domain, or the domain is empty."""
+
+
+class UnknownVariableError(DefinitionError):
+    """An effect assigns a variable that the machine does not declare."""
+
+
+class EffectDomainError(DefinitionError):
+    """An effect produces a value outside the assigned variable's domain."""
+
+
+class FieldDomainError(DefinitionError):
+    """A payload field has neither a finite domain nor a sample of values."""
+
+
+class PolicyError(DefinitionError):
+    """An event declares an unknown no-transition policy."""
+
+
+class CallbackError(DefinitionError):
+    """A guard, effect or emitter raised, or returned the wrong type, during validation."""
+
+
+class SystemDefinitionError(DefinitionError):
+    """A system composes machines, keys or actions inconsistently."""
+
+
+class FireError(StatecoreError):
+    """An undeclared event was fired, or with missing or unknown payload fields.
+
+    This is a programmer error and is raised whatever the event's policy.
+    """
+
+
+class TransitionError(StatecoreError):
+    """No transition was enabled for an event whose policy is ``error``."""
+
+
+class ActionError(StatecoreError):
+    """A system action was applied where the model does not allow it."""

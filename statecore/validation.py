@@ -1,0 +1,384 @@
+"""Definition-time validation and compilation of a `Machine`.
+
+Two kinds of checks run, in this order, each raising its own `DefinitionError`
+subclass with a message that names the machine, the culprit and the fix:
+
+1. Structural: names, duplicates, clashes, the initial state, hot and final
+   flags, domains and defaults, unknown states and events, transitions out of
+   final states, unused events and structurally unreachable states.
+2. Semantic, over the finite domains: every snapshot reachable from the
+   initial one is visited, every event fired with every payload combination
+   (domains, or samples for unbounded fields). Two enabled guards at once
+   (non-determinism), a guard or effect that raises, an effect assigning an
+   unknown variable or leaving a domain are all reported with the snapshot and
+   payload that show it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from .definition import Compiled, Output, Snapshot, check_identifier
+from .errors import (
+    CallbackError,
+    DuplicateNameError,
+    EffectDomainError,
+    FieldDomainError,
+    FinalStateTransitionError,
+    HotFinalStateError,
+    InitialStateError,
+    NameClashError,
+    NondeterminismError,
+    UnknownEventError,
+    UnknownStateError,
+    UnknownVariableError,
+    UnreachableStateError,
+    UnusedEventError,
+    VariableDomainError,
+)
+
+if TYPE_CHECKING:
+    from .definition import Event, Machine
+
+RESERVED_VARIABLE_NAMES = frozenset({"state", "values", "count", "index"})
+
+
+def validate(machine: Machine) -> None:
+    """Check `machine` and install its derived tables; raise on the first problem."""
+    _check_names(machine)
+    _check_states(machine)
+    _check_variables(machine)
+    _check_fields(machine)
+    _check_transitions(machine)
+    machine._install(
+        state_index={s.name: s for s in machine.states},
+        event_index={e.name: e for e in machine.events},
+        var_index={v.name: i + 1 for i, v in enumerate(machine.variables)},
+        initial=next(s for s in machine.states if s.initial),
+        snapshot_class=_snapshot_class(machine),
+        dispatch=_compile(machine),
+    )
+    machine._install(
+        initial_snap=machine.snapshot(machine.initial.name),
+        cacheable_events=frozenset(
+            e.name for e in machine.events if all(f.bounded for f in e.fields)
+        ),
+        outcome_cache={},
+    )
+    _check_reachable_structurally(machine)
+    machine._install(reachable_snapshots=_check_semantics(machine))
+
+
+def _where(machine: Machine) -> str:
+    return f"machine {machine.name!r}"
+
+
+def _duplicates(names: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    dups: list[str] = []
+    for name in names:
+        if name in seen and name not in dups:
+            dups.append(name)
+        seen.add(name)
+    return dups
+
+
+def _check_names(machine: Machine) -> None:
+    where = _where(machine)
+    check_identifier("machine", machine.name, "machine definition")
+    for kind, names in (
+        ("state", [s.name for s in machine.states]),
+        ("event", [e.name for e in machine.events]),
+        ("variable", [v.name for v in machine.variables]),
+    ):
+        for name in names:
+            check_identifier(kind, name, where)
+        dups = _duplicates(names)
+        if dups:
+            raise DuplicateNameError(
+                f"{where}: {kind} {dups[0]!r} is declared more than once; "
+                f"give each {kind} a unique name"
+            )
+    for event in machine.events:
+        names = [f.name for f in event.fields]
+        for name in names:
+            check_identifier("payload field", name, f"{where}, event {event.name!r}")
+        dups = _duplicates(names)
+        if dups:
+            raise DuplicateNameError(
+                f"{where}, event {event.name!r}: payload field {dups[0]!r} is "
+                f"declared more than once"
+            )
+    clash = {s.name for s in machine.states} & {e.name for e in machine.events}
+    if clash:
+        name = sorted(clash)[0]
+        raise NameClashError(
+            f"{where}: {name!r} is both a state and an event, which makes traces "
+            f"and diagrams ambiguous; rename one (e.g. state {name + '_done'!r})"
+        )
+    for var in machine.variables:
+        if var.name in RESERVED_VARIABLE_NAMES or var.name.startswith("_"):
+            raise NameClashError(
+                f"{where}: variable name {var.name!r} clashes with a snapshot "
+                f"attribute; rename the variable"
+            )
+
+
+def _check_states(machine: Machine) -> None:
+    where = _where(machine)
+    if not machine.states:
+        raise InitialStateError(f"{where}: declares no states; add State(..., initial=True)")
+    initials = [s.name for s in machine.states if s.initial]
+    if not initials:
+        raise InitialStateError(
+            f"{where}: no initial state; mark exactly one state with initial=True"
+        )
+    if len(initials) > 1:
+        raise InitialStateError(
+            f"{where}: states {initials} are all marked initial; keep exactly one"
+        )
+    for state in machine.states:
+        if state.hot and state.final:
+            raise HotFinalStateError(
+                f"{where}: state {state.name!r} is both hot and final; a final "
+                f"state is where the machine rests, so drop hot=True or final=True"
+            )
+
+
+def _check_variables(machine: Machine) -> None:
+    where = _where(machine)
+    for var in machine.variables:
+        if not var.domain:
+            raise VariableDomainError(f"{where}: variable {var.name!r} has an empty domain")
+        try:
+            domain = set(var.domain)
+        except TypeError as exc:
+            raise VariableDomainError(
+                f"{where}: variable {var.name!r} has an unhashable value in its domain: {exc}"
+            ) from None
+        if not _member(var.default, domain):
+            raise VariableDomainError(
+                f"{where}: default {var.default!r} of variable {var.name!r} is "
+                f"outside its domain {_show(var.domain)}; change the default or "
+                f"widen the domain"
+            )
+
+
+def _check_fields(machine: Machine) -> None:
+    where = _where(machine)
+    for event in machine.events:
+        for fld in event.fields:
+            if fld.domain is None and not fld.sample:
+                raise FieldDomainError(
+                    f"{where}, event {event.name!r}: payload field {fld.name!r} has "
+                    f"neither a domain nor a sample; give domain=(...) for finite "
+                    f"values or sample=(...) for an unbounded type"
+                )
+            if fld.domain is not None and not fld.domain:
+                raise FieldDomainError(
+                    f"{where}, event {event.name!r}: payload field {fld.name!r} "
+                    f"has an empty domain"
+                )
+
+
+def _check_transitions(machine: Machine) -> None:
+    where = _where(machine)
+    states = {s.name: s for s in machine.states}
+    events = {e.name for e in machine.events}
+    for t in machine.transitions:
+        if not t.source:
+            raise UnknownStateError(f"{where}: transition {t.name!r} has no source state")
+        for name in (*t.source, *([t.target] if t.target is not None else [])):
+            if name not in states:
+                role = "target" if name == t.target and name not in t.source else "source"
+                raise UnknownStateError(
+                    f"{where}: transition {t.name!r} names unknown {role} state "
+                    f"{name!r}; declared states are {sorted(states)}"
+                )
+        if t.event not in events:
+            raise UnknownEventError(
+                f"{where}: transition {t.name!r} names unknown event {t.event!r}; "
+                f"declare Event({t.event!r}) or fix the name"
+            )
+        for name in t.source:
+            if states[name].final:
+                raise FinalStateTransitionError(
+                    f"{where}: transition {t.name!r} leaves final state {name!r}; "
+                    f"final states have no outgoing transitions, so remove the "
+                    f"transition or make {name!r} non-final"
+                )
+    used = {t.event for t in machine.transitions}
+    for event in machine.events:
+        if event.name not in used:
+            raise UnusedEventError(
+                f"{where}: event {event.name!r} has no transition; add one or "
+                f"remove the event"
+            )
+
+
+def _snapshot_class(machine: Machine) -> type[Snapshot]:
+    names = ("state", *(v.name for v in machine.variables))
+    namespace: dict[str, Any] = {
+        "__slots__": (),
+        "_machine_name": machine.name,
+        "_fields": names,
+    }
+    for index, name in enumerate(names):
+        namespace[name] = property(itemgetter(index), doc=f"value of {name!r}")
+    return type(f"{machine.name}_snapshot", (Snapshot,), namespace)
+
+
+def _compile(machine: Machine) -> dict[str, dict[str, tuple[Compiled, ...]]]:
+    table: dict[str, dict[str, list[Compiled]]] = {s.name: {} for s in machine.states}
+    fields = {e.name: e.field_names for e in machine.events}
+    for t in machine.transitions:
+        emit_fn = t.emit if callable(t.emit) else None
+        emit_static = () if callable(t.emit) else t.emit
+        for source in t.source:
+            compiled = Compiled(
+                t.target or source, t.guard, t.effect, emit_fn, emit_static, t, fields[t.event]
+            )
+            table[source].setdefault(t.event, []).append(compiled)
+    return {
+        state: {event: tuple(cs) for event, cs in by_event.items()}
+        for state, by_event in table.items()
+    }
+
+
+def _check_reachable_structurally(machine: Machine) -> None:
+    seen = {machine.initial.name}
+    frontier = [machine.initial.name]
+    while frontier:
+        state = frontier.pop()
+        for compiled in itertools.chain.from_iterable(machine.dispatch[state].values()):
+            if compiled.target not in seen:
+                seen.add(compiled.target)
+                frontier.append(compiled.target)
+    for state in machine.states:
+        if state.name not in seen:
+            raise UnreachableStateError(
+                f"{_where(machine)}: state {state.name!r} cannot be reached from "
+                f"initial state {machine.initial.name!r}; add a transition into "
+                f"it or remove it"
+            )
+
+
+def payloads(event: Event) -> Iterator[dict[str, Any]]:
+    """Every payload combination of `event` (domains, else samples)."""
+    names = [f.name for f in event.fields]
+    for combo in itertools.product(*(f.values for f in event.fields)):
+        yield dict(zip(names, combo))
+
+
+def _check_semantics(machine: Machine) -> frozenset[Snapshot]:
+    start = machine.initial_snapshot()
+    seen = {start}
+    queue = deque([start])
+    domains = {v.name: set(v.domain) for v in machine.variables}
+    events = {e.name: e for e in machine.events}
+    while queue and len(seen) <= machine.check_limit:
+        snap = queue.popleft()
+        for event_name, candidates in machine.dispatch[snap.state].items():
+            event = events[event_name]
+            for payload in payloads(event):
+                enabled = [c for c in candidates if _guard_holds(machine, c, snap, payload)]
+                if len(enabled) > 1:
+                    names = [c.transition.name for c in enabled]
+                    raise NondeterminismError(
+                        f"{_where(machine)}: transitions {names} are both enabled in "
+                        f"{snap!r} on event {event_name!r} with payload {payload!r}; "
+                        f"make their guards mutually exclusive"
+                    )
+                for compiled in enabled:
+                    nxt = _successor(machine, compiled, snap, payload, domains)
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        queue.append(nxt)
+    return frozenset(seen)
+
+
+def _guard_holds(
+    machine: Machine, compiled: Compiled, snap: Snapshot, payload: dict[str, Any]
+) -> bool:
+    if compiled.guard is None:
+        return True
+    try:
+        result = compiled.guard(snap, payload)
+    except Exception as exc:
+        raise CallbackError(
+            f"{_where(machine)}: guard of transition {compiled.transition.name!r} "
+            f"raised {type(exc).__name__}: {exc} in {snap!r} with payload "
+            f"{payload!r}; guards must return a bool for every value in the domains"
+        ) from exc
+    return bool(result)
+
+
+def _successor(
+    machine: Machine,
+    compiled: Compiled,
+    snap: Snapshot,
+    payload: dict[str, Any],
+    domains: Mapping[str, set[Hashable]],
+) -> Snapshot:
+    where = f"{_where(machine)}: transition {compiled.transition.name!r}"
+    updates: Mapping[str, Any] | None = None
+    if compiled.effect is not None:
+        try:
+            updates = compiled.effect(snap, payload)
+        except Exception as exc:
+            raise CallbackError(
+                f"{where}: effect raised {type(exc).__name__}: {exc} in {snap!r} "
+                f"with payload {payload!r}"
+            ) from exc
+        if updates is not None and not isinstance(updates, Mapping):
+            raise CallbackError(
+                f"{where}: effect returned {type(updates).__name__}, expected a "
+                f"mapping of variable names to new values (or None)"
+            )
+        for name, value in (updates or {}).items():
+            if name not in domains:
+                raise UnknownVariableError(
+                    f"{where}: effect assigns unknown variable {name!r}; declared "
+                    f"variables are {sorted(domains)}"
+                )
+            if not _member(value, domains[name]):
+                raise EffectDomainError(
+                    f"{where}: effect sets {name}={value!r}, outside its domain "
+                    f"{_show(tuple(domains[name]))}, in {snap!r} with payload "
+                    f"{payload!r}; guard the transition or widen the domain"
+                )
+    if compiled.emit_fn is not None:
+        try:
+            outputs = tuple(compiled.emit_fn(snap, payload))
+        except Exception as exc:
+            raise CallbackError(
+                f"{where}: emitter raised {type(exc).__name__}: {exc} in {snap!r}"
+            ) from exc
+        bad = [o for o in outputs if not isinstance(o, Output)]
+        if bad:
+            raise CallbackError(
+                f"{where}: emitter returned {bad[0]!r}; emit Output values, "
+                f"e.g. out('put', finished=True)"
+            )
+    row = list(snap)
+    row[0] = compiled.target
+    for name, value in (updates or {}).items():
+        row[machine.var_index[name]] = value
+    return machine.snapshot_class(row)
+
+
+def _member(value: object, domain: set[Hashable]) -> bool:
+    try:
+        return value in domain
+    except TypeError:
+        return False
+
+
+def _show(values: tuple[Hashable, ...]) -> str:
+    if len(values) <= 8:
+        return repr(list(values))
+    return f"[{values[0]!r}, {values[1]!r}, ..., {values[-1]!r}] ({len(values)} values)"
