@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Union
+from typing import Any, Literal, NamedTuple
 
 from .errors import InvalidNameError, PolicyError
 
@@ -97,7 +97,7 @@ class Snapshot(tuple[Any, ...]):
 
 
 Guard = Callable[[Snapshot, Payload], bool]
-Effect = Callable[[Snapshot, Payload], Union[Mapping[str, Any], None]]
+Effect = Callable[[Snapshot, Payload], Mapping[str, Any] | None]
 Emitter = Callable[[Snapshot, Payload], Iterable[Output]]
 
 
@@ -170,7 +170,7 @@ class Field:
         domain: Iterable[Hashable] | None = None,
         *,
         sample: Iterable[Hashable] | None = None,
-        type: type | None = None,  # noqa: A002 - mirrors dataclass field name
+        type: type | None = None,
         doc: str = "",
     ) -> None:
         object.__setattr__(self, "name", name)
@@ -219,9 +219,7 @@ class Event:
         object.__setattr__(self, "doc", doc)
         object.__setattr__(self, "_field_names", frozenset(f.name for f in self.fields))
         if policy not in POLICIES:
-            raise PolicyError(
-                f"event {name!r}: policy {policy!r} is not one of {list(POLICIES)}"
-            )
+            raise PolicyError(f"event {name!r}: policy {policy!r} is not one of {list(POLICIES)}")
 
     @property
     def field_names(self) -> frozenset[str]:
@@ -338,9 +336,7 @@ class Machine:
     state_index: Mapping[str, State] = field(init=False, repr=False)
     event_index: Mapping[str, Event] = field(init=False, repr=False)
     var_index: Mapping[str, int] = field(init=False, repr=False)
-    dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(
-        init=False, repr=False
-    )
+    dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(init=False, repr=False)
     initial_snap: Snapshot = field(init=False, repr=False)
     cacheable_events: frozenset[str] = field(init=False, repr=False)
     outcome_cache: dict[tuple[Any, ...], Any] = field(init=False, repr=False)

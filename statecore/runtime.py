@@ -37,7 +37,7 @@ CACHE_LIMIT = 65_536
 class _Node:
     """A snapshot in the machine's lazily built graph of computed steps."""
 
-    __slots__ = ("snapshot", "edges")
+    __slots__ = ("edges", "snapshot")
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -74,7 +74,7 @@ def _edge(
 class Instance:
     """A running machine: ``Instance(machine).fire("event", field=value)``."""
 
-    __slots__ = ("machine", "_node", "_lock", "_listeners", "__weakref__")
+    __slots__ = ("__weakref__", "_listeners", "_lock", "_node", "machine")
 
     def __init__(
         self,

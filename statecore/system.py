@@ -181,9 +181,7 @@ class Action:
     def arguments(self) -> Iterator[tuple[tuple[str, Hashable], ...]]:
         """Every combination of argument values, as ``((name, value), ...)``."""
         names = list(self.params)
-        domains = [
-            d.values if isinstance(d, Keys) else tuple(d) for d in self.params.values()
-        ]
+        domains = [d.values if isinstance(d, Keys) else tuple(d) for d in self.params.values()]
         for combo in itertools.product(*domains):
             yield tuple(zip(names, combo))
 
@@ -268,9 +266,7 @@ class Tx:
         self._slots[index] = Slot(self._slots[index].generation, None)
         return True
 
-    def fire(
-        self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any
-    ) -> Outcome:
+    def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         """Fire `event` on the instance `target` refers to.
 
         A `Handle` reaches only its own generation: a stale or missing
@@ -340,7 +336,7 @@ class System:
         *,
         components: Iterable[Component],
         actions: Iterable[Action],
-        globals: Iterable[Global] = (),  # noqa: A002 - the natural word here
+        globals: Iterable[Global] = (),
         init: Callable[[Tx], None] | None = None,
         properties: Iterable[Any] = (),
         doc: str = "",
@@ -359,9 +355,7 @@ class System:
             "_slot_index",
             {
                 (c.name, k): i
-                for i, (c, k) in enumerate(
-                    (c, k) for c in self.components for k in c.key_values
-                )
+                for i, (c, k) in enumerate((c, k) for c in self.components for k in c.key_values)
             },
         )
         setattr_(self, "_global_index", {g.name: i for i, g in enumerate(self.globals)})
@@ -419,8 +413,7 @@ class System:
             return self._actions[name]
         except KeyError:
             raise ActionError(
-                f"system {self.name!r} has no action {name!r}; actions are "
-                f"{sorted(self._actions)}"
+                f"system {self.name!r} has no action {name!r}; actions are {sorted(self._actions)}"
             ) from None
 
     def slot_index(self, component: str, key: Hashable) -> int:
@@ -494,9 +487,7 @@ class System:
         ordered = tuple((name, dict(label.args)[name]) for name in action.params)
         result = self._apply(action, ordered, state)
         if result is None:
-            raise ActionError(
-                f"system {self.name!r}: action {label} is not enabled in this state"
-            )
+            raise ActionError(f"system {self.name!r}: action {label} is not enabled in this state")
         return result
 
     def next_state(self, state: SystemState, label: ActionLabel) -> SystemState:
@@ -532,7 +523,7 @@ class System:
 class StateView:
     """Read access to a `SystemState` by name: what properties are written against."""
 
-    __slots__ = ("system", "state")
+    __slots__ = ("state", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system

@@ -180,8 +180,7 @@ def _check_fields(machine: Machine) -> None:
                 )
             if fld.domain is not None and not fld.domain:
                 raise FieldDomainError(
-                    f"{where}, event {event.name!r}: payload field {fld.name!r} "
-                    f"has an empty domain"
+                    f"{where}, event {event.name!r}: payload field {fld.name!r} has an empty domain"
                 )
 
 
@@ -215,8 +214,7 @@ def _check_transitions(machine: Machine) -> None:
     for event in machine.events:
         if event.name not in used:
             raise UnusedEventError(
-                f"{where}: event {event.name!r} has no transition; add one or "
-                f"remove the event"
+                f"{where}: event {event.name!r} has no transition; add one or remove the event"
             )
 
 
