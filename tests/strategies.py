@@ -291,7 +291,9 @@ def machine_specs(draw: st.DrawFn, policies: Sequence[str] = SAFE_POLICIES) -> M
     )
 
 
-def _effects(variables: Sequence[VarSpec], event: EventSpec) -> st.SearchStrategy[EffectSpec | None]:
+def _effects(
+    variables: Sequence[VarSpec], event: EventSpec
+) -> st.SearchStrategy[EffectSpec | None]:
     if not variables:
         return st.none()
     effect = st.builds(
@@ -317,9 +319,7 @@ def payloads(event: Event) -> st.SearchStrategy[Payload]:
 
 def fired_events(machine: Machine) -> st.SearchStrategy[Step]:
     """One declared event of `machine` with a payload drawn from its fields."""
-    return st.sampled_from(machine.events).flatmap(
-        lambda e: payloads(e).map(lambda p: (e.name, p))
-    )
+    return st.sampled_from(machine.events).flatmap(lambda e: payloads(e).map(lambda p: (e.name, p)))
 
 
 def event_sequences(
@@ -331,8 +331,11 @@ def event_sequences(
 
 @st.composite
 def machines_and_sequences(
-    draw: st.DrawFn, policies: Sequence[str] = SAFE_POLICIES, max_size: int = 25
+    draw: st.DrawFn,
+    policies: Sequence[str] = SAFE_POLICIES,
+    min_size: int = 0,
+    max_size: int = 25,
 ) -> tuple[Machine, list[Step]]:
     """A random machine with a random event sequence for it."""
     machine = draw(machines(policies))
-    return machine, draw(event_sequences(machine, max_size=max_size))
+    return machine, draw(event_sequences(machine, min_size=min_size, max_size=max_size))

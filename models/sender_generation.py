@@ -1,0 +1,222 @@
+"""The per-external-id sender generation of vLLM-Omni's chunk transfer adapter.
+
+Mirrors vLLM-Omni 0.30.0,
+``vllm_omni/distributed/omni_connectors/transfer_adapter/chunk_transfer_adapter.py``:
+``_SenderGeneration`` (its flags ``in_flight``, ``cancelled``,
+``terminal_pending``, ``cleanup_deferred``), ``save_async`` (a terminal sets
+``terminal_pending``), ``_send_single_request`` (the identity fence: a task runs
+only while its generation is current, and ``cancelled`` vetoes every task but
+the terminal), ``_release_terminal_fence`` (runs a deferred cleanup) and
+``cleanup_sender`` (defers while a terminal is pending; otherwise reclaims now,
+or when the in-flight chunk finishes).
+
+States name the flag combinations that matter:
+
+======================  =========================================================
+``open``                current, not cancelled, no terminal pending
+``terminal_pending``    a terminal is queued or in flight (hot: it must be sent)
+``draining``            cancelled while a terminal was pending (cleanup deferred)
+``retiring``            cancelled while a non-terminal chunk was in flight
+``reclaimed``           token popped and per-request state cleared (final)
+======================  =========================================================
+
+Simplifications: the token's identity is the generation of a statecore
+`Handle` (a reused id gets a new generation, as a new ``_SenderGeneration``
+object would); ``num_puts``/``terminal_sent`` only matter for shared-memory
+cleanup and are left out; ``in_flight`` is a variable.
+
+`sender_generation_machine(defer_cleanup=False)` builds the machine as it was
+before vllm-omni #6670: ``cleanup_sender`` reclaims a generation whose
+terminal is still queued, so the terminal is later discarded as stale.
+"""
+
+from __future__ import annotations
+
+from statecore import Event, Field, Machine, State, Transition, Var
+
+BOOL = (False, True)
+
+
+def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> Machine:
+    """The sender-generation machine; ``defer_cleanup=False`` is the pre-#6670 bug."""
+
+    def idle(s: object, p: object) -> bool:
+        return not getattr(s, "in_flight")  # noqa: B009
+
+    def busy(s: object, p: object) -> bool:
+        return bool(getattr(s, "in_flight"))  # noqa: B009
+
+    def start(s: object, p: object) -> dict[str, bool]:
+        return {"in_flight": True}
+
+    def stop(s: object, p: object) -> dict[str, bool]:
+        return {"in_flight": False}
+
+    if defer_cleanup:
+        cleanup_pending = Transition(
+            "terminal_pending",
+            "cleanup",
+            "draining",
+            guard_label="terminal pending",
+            effect_label="cancelled, cleanup_deferred",
+        )
+    else:
+        cleanup_pending = Transition(
+            "terminal_pending",
+            "cleanup",
+            "reclaimed",
+            guard=idle,
+            guard_label="not in flight",
+            effect_label="pop token, clear state (terminal still queued!)",
+        )
+    extra = (
+        []
+        if defer_cleanup
+        else [
+            Transition(
+                "terminal_pending",
+                "cleanup",
+                "retiring",
+                guard=busy,
+                guard_label="in flight",
+                effect_label="cancelled",
+            )
+        ]
+    )
+    states = [
+        State("open", initial=True, doc="current, not cancelled"),
+        State("terminal_pending", hot=True, doc="terminal queued or in flight"),
+        State("draining", hot=True, doc="cancelled; the terminal still owes the cleanup"),
+        State("retiring", doc="cancelled while a chunk was in flight"),
+        State("reclaimed", final=True, doc="token popped, state cleared"),
+    ]
+    machine_kwargs = dict(
+        variables=[Var("in_flight", BOOL, False, doc="the save thread runs one of its tasks")],
+        events=[
+            Event("save_terminal", doc="save_async accepted a request-terminal chunk"),
+            Event(
+                "begin",
+                [Field("terminal", BOOL)],
+                policy="reject",
+                doc="the save thread takes a task (rejected: the task is discarded as stale)",
+            ),
+            Event(
+                "end",
+                [Field("terminal", BOOL), Field("sent", BOOL)],
+                policy="error",
+                doc="the task's finally: 'sent' is a successful terminal put",
+            ),
+            Event("cleanup", policy="ignore", doc="cleanup_sender(external id)"),
+        ],
+    )
+    transitions = [
+        Transition(("open", "terminal_pending"), "save_terminal", "terminal_pending"),
+        # begin: the fence in _send_single_request.
+        Transition(
+            ("open", "terminal_pending"),
+            "begin",
+            None,
+            guard=idle,
+            guard_label="current",
+            effect=start,
+            effect_label="in_flight",
+        ),
+        Transition(
+            "draining",
+            "begin",
+            None,
+            guard=lambda s, p: p["terminal"] and not s.in_flight,
+            guard_label="terminal (cancelled does not veto it)",
+            effect=start,
+            effect_label="in_flight",
+        ),
+        # end: the finally of _send_single_request and _release_terminal_fence.
+        Transition(
+            ("open", "terminal_pending"),
+            "end",
+            None,
+            guard=lambda s, p: s.in_flight and not p["terminal"],
+            guard_label="chunk",
+            effect=stop,
+        ),
+        # From 'open' too: a second terminal queued on the same generation (a
+        # reused id joined it) runs after the first one's fence release cleared
+        # the single terminal_pending flag.
+        Transition(
+            ("open", "terminal_pending"),
+            "end",
+            "reclaimed",
+            guard=lambda s, p: s.in_flight and p["terminal"] and p["sent"],
+            guard_label="terminal put ok",
+            effect=stop,
+            effect_label="cleanup()",
+        ),
+        Transition(
+            ("open", "terminal_pending"),
+            "end",
+            "open",
+            guard=lambda s, p: s.in_flight and p["terminal"] and not p["sent"],
+            guard_label="terminal not sent",
+            effect=stop,
+            effect_label="fence released, state kept",
+        ),
+        Transition(
+            "draining",
+            "end",
+            "reclaimed",
+            guard=lambda s, p: s.in_flight and p["terminal"],
+            guard_label="terminal",
+            effect=stop,
+            effect_label="deferred cleanup",
+        ),
+        Transition(
+            "draining",
+            "end",
+            None,
+            guard=lambda s, p: s.in_flight and not p["terminal"],
+            guard_label="chunk",
+            effect=stop,
+            effect_label="terminal still owes cleanup",
+        ),
+        Transition(
+            "retiring",
+            "end",
+            "reclaimed",
+            guard=lambda s, p: s.in_flight,
+            guard_label="in flight",
+            effect=stop,
+            effect_label="finally reclaims",
+        ),
+        # cleanup_sender.
+        Transition(
+            "open",
+            "cleanup",
+            "reclaimed",
+            guard=idle,
+            guard_label="not in flight",
+            effect_label="pop token, clear state",
+        ),
+        Transition(
+            "open",
+            "cleanup",
+            "retiring",
+            guard=busy,
+            guard_label="in flight",
+            effect_label="cancelled",
+        ),
+        cleanup_pending,
+        *extra,
+    ]
+    if not defer_cleanup:  # before #6670 nothing ever reaches 'draining'
+        states = [st for st in states if st.name != "draining"]
+        transitions = [t for t in transitions if "draining" not in t.source]
+    return Machine(
+        name or ("sender_generation" if defer_cleanup else "sender_generation_pre6670"),
+        doc=__doc__ or "",
+        states=states,
+        transitions=transitions,
+        **machine_kwargs,
+    )
+
+
+SENDER_GENERATION = sender_generation_machine()

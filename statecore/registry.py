@@ -1,0 +1,128 @@
+"""Bundled targets: the models and known-bug variants anyone can check by name.
+
+A target is a `System` (or a `Machine`, checked as a one-instance system)
+found by name, or by ``package.module:object`` for a user's own model. Each
+bundled target declares what checking it must find: ``holds``, or
+``violates:PROPERTY_ID`` for a variant that reproduces a known bug.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from .definition import Machine
+from .errors import StatecoreError
+from .system import Action, Component, System
+
+
+class TargetError(StatecoreError):
+    """A target name or ``module:object`` path that cannot be resolved."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bundled target: a name, where it lives, and what checking it must find."""
+
+    name: str
+    path: str  # "package.module:object"
+    expected: str = "holds"  # or "violates:PROPERTY_ID"
+    doc: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``model`` for a target that must hold, ``variant`` for a known bug."""
+        return "model" if self.expected == "holds" else "variant"
+
+    @property
+    def expected_violations(self) -> frozenset[str]:
+        """The properties a variant must violate (empty for a model)."""
+        if self.expected == "holds":
+            return frozenset()
+        return frozenset(self.expected.split(":", 1)[1].split(","))
+
+    def load(self) -> System:
+        """Import and return the target's system."""
+        return load_path(self.path)
+
+
+def bundled() -> tuple[Target, ...]:
+    """Every bundled target, models first."""
+    from .models import TARGETS
+
+    return tuple(sorted(TARGETS, key=lambda t: (t.kind != "model", t.name)))
+
+
+def resolve(name: str) -> tuple[str, System, Target | None]:
+    """A bundled name or ``package.module:object`` -> (name, system, target or None)."""
+    targets = {t.name: t for t in bundled()}
+    if name in targets:
+        return name, targets[name].load(), targets[name]
+    if ":" in name:
+        return name, load_path(name), None
+    close = difflib.get_close_matches(name, list(targets), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise TargetError(
+        f"unknown target {name!r}{hint} (run 'statecore list' for the bundled "
+        f"targets, or give package.module:object)"
+    )
+
+
+def load_path(path: str) -> System:
+    """Import ``package.module:object`` and return it as a System."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise TargetError(f"target {path!r} must look like package.module:object")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"target {path!r}: cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"target {path!r}: {module_name!r} has no {attr!r}") from None
+    if callable(obj) and not isinstance(obj, (System, Machine)):
+        obj = obj()
+    return as_system(obj, path)
+
+
+def as_system(obj: Any, where: str) -> System:
+    """A System as is; a Machine as one instance driven by every event it declares."""
+    if isinstance(obj, System):
+        return obj
+    if isinstance(obj, Machine):
+        return machine_system(obj)
+    raise TargetError(f"target {where!r} is a {type(obj).__name__}, not a System or Machine")
+
+
+def machine_system(machine: Machine) -> System:
+    """Wrap a single machine so the explorer can check it: one instance, every event."""
+    from .validation import payloads
+
+    def make_run(event: str) -> Any:
+        def run(tx: Any, payload: tuple[tuple[str, Any], ...]) -> None:
+            outcome = tx.fire((machine.name, "it"), event, **dict(payload))
+            tx.require(outcome.accepted)
+
+        return run
+
+    actions = [
+        Action(
+            event.name,
+            "environment",
+            make_run(event.name),
+            {"payload": [tuple(p.items()) for p in payloads(event)]},
+        )
+        for event in machine.events
+    ]
+    return System(
+        machine.name,
+        components=[Component(machine.name, machine, ("it",))],
+        actions=actions,
+        init=lambda tx: None if tx.spawn(machine.name, "it") else None,
+        doc=machine.doc,
+    )

@@ -1,0 +1,295 @@
+"""The runtime `Instance`: listeners, re-entrancy, thread safety, import hygiene."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from statecore import (
+    ACCEPTED,
+    Event,
+    Field,
+    FireError,
+    Instance,
+    Machine,
+    Outcome,
+    State,
+    Transition,
+    TransitionError,
+    Var,
+    out,
+)
+
+
+def switch() -> Machine:
+    return Machine(
+        "switch",
+        states=[State("off", initial=True), State("on"), State("gone", final=True)],
+        variables=[Var("flips", range(3), default=0)],
+        events=[
+            Event("flip", [Field("hard", (False, True))]),
+            Event("hold", policy="ignore"),
+            Event("press"),
+            Event("remove", policy="error"),
+        ],
+        transitions=[
+            Transition(
+                "off",
+                "flip",
+                "on",
+                effect=lambda s, p: {"flips": (s.flips + 1) % 3},
+                emit=[out("light", on=True)],
+            ),
+            Transition("on", "flip", "off", guard=lambda s, p: p["hard"]),
+            Transition("off", "press", "on"),
+            Transition("on", "hold"),
+            Transition("on", "remove", "gone"),
+        ],
+    )
+
+
+Call = tuple[Instance, Outcome, object]
+
+
+def recorder(calls: list[Call]) -> Callable[[Instance, Outcome], None]:
+    """A listener that records its arguments and the instance's snapshot at call time."""
+
+    def listener(instance: Instance, outcome: Outcome) -> None:
+        calls.append((instance, outcome, instance.snapshot))
+
+    return listener
+
+
+def test_fire_returns_outcome_and_commits() -> None:
+    instance = Instance(switch())
+    outcome = instance.fire("flip", hard=False)
+    assert outcome.status == ACCEPTED
+    assert outcome.outputs == (out("light", on=True),)
+    assert instance.state == "on"
+    assert instance.snapshot.flips == 1
+    assert instance.snapshot is not None and not instance.is_final
+    assert repr(instance) == "Instance(switch(state='on', flips=1))"
+
+
+def test_instances_are_independent() -> None:
+    machine = switch()
+    a, b = Instance(machine), Instance(machine)
+    a.fire("flip", hard=False)
+    assert a.state == "on"
+    assert b.state == "off"
+
+
+def test_instance_from_a_given_snapshot() -> None:
+    machine = switch()
+    instance = Instance(machine, machine.snapshot("on", flips=2))
+    assert instance.fire("remove").accepted
+    assert instance.is_final
+    assert instance.snapshot == machine.snapshot("gone", flips=2)
+
+
+def test_listeners_called_after_commit_only_on_accepted() -> None:
+    calls: list[Call] = []
+    instance = Instance(switch(), listeners=(recorder(calls),))
+    assert instance.fire("flip", hard=False).accepted  # off -> on
+    assert instance.fire("flip", hard=False).status == "rejected"  # guard fails
+    assert instance.fire("press").status == "rejected"  # no transition from on
+    assert instance.fire("hold").accepted  # self-loop
+    assert len(calls) == 2
+    for got_instance, outcome, seen in calls:
+        assert got_instance is instance
+        assert outcome.accepted
+        assert seen == outcome.snapshot  # committed before the listener ran
+    assert calls[0][1].event == "flip"
+    assert calls[1][1].event == "hold"
+
+
+def test_listener_not_called_on_ignored_or_error() -> None:
+    calls: list[Call] = []
+    instance = Instance(switch(), listeners=(recorder(calls),))
+    assert instance.fire("hold").status == "ignored"
+    with pytest.raises(TransitionError):
+        instance.fire("remove")
+    with pytest.raises(FireError):
+        instance.fire("flip")
+    assert calls == []
+    assert instance.state == "off"
+
+
+def test_add_and_remove_listener() -> None:
+    first: list[Call] = []
+    second: list[Call] = []
+    listener_1, listener_2 = recorder(first), recorder(second)
+    instance = Instance(switch())
+    instance.add_listener(listener_1)
+    instance.fire("press")
+    instance.add_listener(listener_2)
+    instance.fire("flip", hard=True)
+    instance.remove_listener(listener_1)
+    instance.fire("press")
+    instance.remove_listener(listener_1)  # not registered any more: a no-op
+    instance.remove_listener(listener_2)
+    instance.fire("flip", hard=True)
+    assert [c[1].event for c in first] == ["press", "flip"]
+    assert [c[1].event for c in second] == ["flip", "press"]
+
+
+def test_listeners_run_in_registration_order() -> None:
+    order: list[str] = []
+    instance = Instance(switch())
+    instance.add_listener(lambda i, o: order.append("a"))
+    instance.add_listener(lambda i, o: order.append("b"))
+    instance.fire("press")
+    assert order == ["a", "b"]
+
+
+def run_with_timeout(fn: Callable[[], None], seconds: float = 10.0) -> None:
+    """Run `fn` on a daemon thread; fail (rather than hang) if it deadlocks."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "deadlock: the call did not return"
+    if errors:
+        raise errors[0]
+
+
+def test_listener_firing_on_the_same_instance_does_not_deadlock() -> None:
+    seen: list[str] = []
+
+    def bounce(instance: Instance, outcome: Outcome) -> None:
+        seen.append(outcome.snapshot.state)
+        if outcome.snapshot.state == "on" and outcome.event == "press":
+            instance.fire("flip", hard=True)  # on -> off, from inside the listener
+
+    instance = Instance(switch(), listeners=(bounce,))
+    run_with_timeout(lambda: instance.fire("press"))
+    assert seen == ["on", "off"]
+    assert instance.state == "off"
+
+
+def test_can_fire() -> None:
+    instance = Instance(switch())
+    assert instance.can_fire("press")
+    assert instance.can_fire("flip", hard=False)
+    assert not instance.can_fire("hold")
+    instance.fire("press")
+    assert not instance.can_fire("flip", hard=False)
+    assert instance.can_fire("flip", hard=True)
+    assert instance.state == "on"  # can_fire does not fire
+
+
+THREADS = 8
+FIRES = 10_000
+TOTAL = THREADS * FIRES
+
+
+def counter() -> Machine:
+    """Counts to TOTAL; check_limit keeps validation from exploring 80,001 snapshots."""
+    return Machine(
+        "counter",
+        states=[State("counting", initial=True)],
+        variables=[Var("n", range(TOTAL + 1), default=0)],
+        events=[Event("tick")],
+        transitions=[
+            Transition(
+                "counting",
+                "tick",
+                guard=lambda s, p: s.n < TOTAL,
+                effect=lambda s, p: {"n": s.n + 1},
+            )
+        ],
+        check_limit=100,
+    )
+
+
+def test_counter_machine_validates_quickly() -> None:
+    started = time.perf_counter()
+    counter()
+    assert time.perf_counter() - started < 1.0
+
+
+def test_thread_stress_no_lost_or_double_transitions() -> None:
+    machine = counter()
+    seen: list[int] = []
+    instance = Instance(machine, listeners=(lambda i, o: seen.append(o.snapshot.n),))
+    accepted = [0] * THREADS
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(THREADS)
+
+    def worker(index: int) -> None:
+        try:
+            barrier.wait()
+            count = 0
+            for _ in range(FIRES):
+                if instance.fire("tick").accepted:
+                    count += 1
+            accepted[index] = count
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, to provoke races
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        sys.setswitchinterval(previous)
+    assert errors == []
+    assert not any(thread.is_alive() for thread in threads)
+    assert sum(accepted) == TOTAL
+    assert instance.snapshot.n == TOTAL
+    # Each value 1..TOTAL was committed by exactly one transition.
+    assert len(seen) == TOTAL
+    assert sorted(seen) == list(range(1, TOTAL + 1))
+    # One more is rejected: the guard stops at the end of the domain.
+    assert instance.fire("tick").status == "rejected"
+
+
+def test_concurrent_instances_sharing_a_machine() -> None:
+    """Separate instances, separate locks, one shared memo."""
+    machine = counter()
+    instances = [Instance(machine) for _ in range(THREADS)]
+    barrier = threading.Barrier(THREADS)
+
+    def worker(instance: Instance) -> None:
+        barrier.wait()
+        for _ in range(2_000):
+            instance.fire("tick")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in instances]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [i.snapshot.n for i in instances] == [2_000] * THREADS
+
+
+HEAVY = ("hypothesis", "crosshair", "transitions", "torch", "vllm")
+
+
+def test_import_statecore_stays_light() -> None:
+    code = (
+        "import json, sys, statecore\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(result.stdout) == []
