@@ -188,7 +188,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         flight = tx.get("in_flight")
         tx.require(flight is not None and flight[1] == "begun")
         task, _, _ = flight
-        token, request, terminal = task
+        _, request, terminal = task
         if outcome == "payload":
             tx.set("in_flight", (task, "ready", "data"))
             return

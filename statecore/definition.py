@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
@@ -161,7 +162,7 @@ class Field:
     name: str
     domain: tuple[Hashable, ...] | None = None
     sample: tuple[Hashable, ...] | None = None
-    type: type | None = None
+    type: builtins.type | None = None
     doc: str = ""
 
     def __init__(
@@ -170,7 +171,7 @@ class Field:
         domain: Iterable[Hashable] | None = None,
         *,
         sample: Iterable[Hashable] | None = None,
-        type: type | None = None,
+        type: builtins.type | None = None,  # noqa: A002 - mirrors the field name
         doc: str = "",
     ) -> None:
         object.__setattr__(self, "name", name)
@@ -205,6 +206,7 @@ class Event:
     fields: tuple[Field, ...] = ()
     policy: Policy = "reject"
     doc: str = ""
+    _field_names: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -339,7 +341,7 @@ class Machine:
     dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(init=False, repr=False)
     initial_snap: Snapshot = field(init=False, repr=False)
     cacheable_events: frozenset[str] = field(init=False, repr=False)
-    outcome_cache: dict[tuple[Any, ...], Any] = field(init=False, repr=False)
+    outcome_cache: dict[Any, Any] = field(init=False, repr=False)
     reachable_snapshots: frozenset[Snapshot] = field(init=False, repr=False)
 
     def __init__(

@@ -16,6 +16,7 @@ hit, an ``eventually`` with no quiescent state to judge it in.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
@@ -51,7 +52,7 @@ class PropertyResult:
     trace: Trace | None = None
     detail: str = ""
 
-    @property
+    @builtins.property
     def ok(self) -> bool:
         """Whether this verdict lets a check pass."""
         return self.verdict == HOLDS
@@ -193,8 +194,6 @@ class _Explorer:
                 for taken in step_.taken:
                     self.taken[(taken.component, taken.transition)] += 1
                 nxt = self._advance(node, step_)
-                if nxt is None:
-                    continue
                 if nxt not in self.parents:
                     if self.max_states is not None and len(self.parents) >= self.max_states:
                         complete = False
@@ -223,15 +222,30 @@ class _Explorer:
     def _canon(self, node: Node) -> Node:
         return canonical(self.system, node, self.group) if self.symmetry else node
 
-    def _advance(self, node: Node, step_: SystemStep) -> Node | None:
-        monitors: list[MonitorState] = []
-        for index, prop in enumerate(self.monitors):
-            try:
-                monitors.append(advance_monitor(prop, node[1 + index], step_.outputs))
-            except MonitorViolation as exc:
-                self._violate(prop, node, step_.action, str(exc))
-                return None
+    def _advance(self, node: Node, step_: SystemStep) -> Node:
+        monitors, refusals = self._step_monitors(node[1:], step_)
+        for prop, detail in refusals:
+            self._violate(prop, node, step_.action, detail)
         return self._canon((step_.state, *monitors))
+
+    def _step_monitors(
+        self, monitors: tuple[MonitorState, ...], step_: SystemStep
+    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
+        """Feed a step's outputs to every monitor: the new monitor states and refusals.
+
+        A refused output leaves its monitor where it was, so the search goes on
+        past a monitor violation: the system state is reachable all the same,
+        and the other properties must still be judged there.
+        """
+        states: list[MonitorState] = []
+        refusals: list[tuple[Property, str]] = []
+        for prop, state in zip(self.monitors, monitors):
+            try:
+                states.append(advance_monitor(prop, state, step_.outputs))
+            except MonitorViolation as exc:
+                refusals.append((prop, str(exc)))
+                states.append(state)
+        return tuple(states), refusals
 
     # -- judging ---------------------------------------------------------------
 
@@ -314,14 +328,19 @@ class _Explorer:
             if self._canon((init, *chain[0][1:])) == chain[0]
         )
         steps = [TraceStep(None, "", state)]
+        # The concrete node, monitor states included: a renaming that maps only
+        # the system state may disagree with the monitors (when the state has
+        # symmetries of its own) and replay a path that does not violate.
+        concrete: Node = (state, *(EMPTY_MONITOR for _ in self.monitors))
         for rep, label in zip(chain[:-1], labels):
-            renaming = self._renaming_to(rep[0], state)
+            renaming = self._renaming_to(rep, concrete)
             step_ = self.system.next_step(state, rename(label, renaming))
             state = step_.state
+            concrete = (state, *self._step_monitors(concrete[1:], step_)[0])
             steps.append(TraceStep(step_.action, step_.actor, state, step_.outputs))
         return Trace(self.system.name, tuple(steps), prop.id, verdict, detail)
 
-    def _renaming_to(self, rep: SystemState, concrete: SystemState) -> Renaming:
+    def _renaming_to(self, rep: Node, concrete: Node) -> Renaming:
         for renaming in self.group:
             if rename_state(self.system, rep, renaming) == concrete:
                 return renaming
@@ -341,15 +360,19 @@ class _Explorer:
             elif not complete and self._done():
                 results.append(PropertyResult(prop, UNKNOWN, None, "search stopped early"))
             elif prop.kind == "always" and prop.when is not None and prop.id not in self.when_seen:
-                results.append(PropertyResult(prop, VACUOUS, None, "its condition is never true"))
+                # Vacuity is a claim about every reachable state: only a
+                # complete search can make it.
+                verdict = VACUOUS if complete else UNKNOWN
+                results.append(PropertyResult(prop, verdict, None, "its condition is never true"))
             elif prop.kind == "sometimes":
                 verdict = VACUOUS if complete else UNKNOWN
                 results.append(
                     PropertyResult(prop, verdict, None, "no reachable state satisfies it")
                 )
             elif prop.kind in ("eventually", "monitor") and not self.quiescent_seen:
+                verdict = VACUOUS if complete else UNKNOWN
                 results.append(
-                    PropertyResult(prop, VACUOUS, None, "no quiescent state was reached")
+                    PropertyResult(prop, verdict, None, "no quiescent state was reached")
                 )
             else:
                 detail = "" if complete else "no violation within the explored states"

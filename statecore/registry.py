@@ -50,9 +50,8 @@ class Target:
 
 def bundled() -> tuple[Target, ...]:
     """Every bundled target, models first."""
-    from .models import TARGETS
-
-    return tuple(sorted(TARGETS, key=lambda t: (t.kind != "model", t.name)))
+    targets: tuple[Target, ...] = importlib.import_module("statecore.models").TARGETS
+    return tuple(sorted(targets, key=lambda t: (t.kind != "model", t.name)))
 
 
 def resolve(name: str) -> tuple[str, System, Target | None]:
@@ -123,6 +122,10 @@ def machine_system(machine: Machine) -> System:
         machine.name,
         components=[Component(machine.name, machine, ("it",))],
         actions=actions,
-        init=lambda tx: None if tx.spawn(machine.name, "it") else None,
+        init=lambda tx: _spawn_one(tx, machine.name),
         doc=machine.doc,
     )
+
+
+def _spawn_one(tx: Any, component: str) -> None:
+    tx.spawn(component, "it")

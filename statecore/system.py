@@ -46,12 +46,13 @@ class ModelValue(NamedTuple):
     """
 
     group: str
-    index: int
+    number: int
 
     def __repr__(self) -> str:
-        return f"{self.group}{self.index}"
+        return f"{self.group}{self.number}"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return f"{self.group}{self.number}"
 
 
 @dataclass(frozen=True)

@@ -256,10 +256,10 @@ def _check_reachable_structurally(machine: Machine) -> None:
             if compiled.target not in seen:
                 seen.add(compiled.target)
                 frontier.append(compiled.target)
-    for state in machine.states:
-        if state.name not in seen:
+    for declared in machine.states:
+        if declared.name not in seen:
             raise UnreachableStateError(
-                f"{_where(machine)}: state {state.name!r} cannot be reached from "
+                f"{_where(machine)}: state {declared.name!r} cannot be reached from "
                 f"initial state {machine.initial.name!r}; add a transition into "
                 f"it or remove it"
             )
