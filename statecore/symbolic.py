@@ -39,6 +39,7 @@ import inspect
 import itertools
 import math
 import sys
+import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -243,9 +244,7 @@ def _boundary_values(fld: Field) -> tuple[Any, ...]:
     if fld.domain is not None:
         return fld.domain
     typ = _field_type(fld)
-    extra: tuple[Any, ...] = ()
-    if typ is not None:
-        extra = next((vs for t, vs in _BOUNDARIES.items() if typ is t), ())
+    extra = _BOUNDARIES.get(typ, ()) if typ is not None else ()
     return _distinct((*(fld.sample or ()), *extra))
 
 
@@ -533,7 +532,15 @@ def _crosshair_payloads(
     options = DEFAULT_OPTIONS.overlay(
         AnalysisOptionSet(per_condition_timeout=timeout, max_iterations=max_iterations)
     )
-    explore_paths(run, signature, options, RootNode(), on_path, on_nondeterminism=lambda: None)
+    try:
+        explore_paths(run, signature, options, RootNode(), on_path, on_nondeterminism=lambda: None)
+    except Exception as exc:  # a CrossHair limitation must not hide the boundary findings
+        warnings.warn(
+            f"statecore.symbolic: CrossHair stopped early in state {check.state!r} on "
+            f"event {check.event.name!r} ({_raised(exc)}); reporting what was found",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return found
 
 

@@ -198,11 +198,14 @@ class Tx:
     transaction started from, so actions stay pure from the outside.
     """
 
+    __slots__ = ("system", "before", "_slots", "_values", "_outputs", "_taken")
+
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
         self.before = state
-        self._slots = list(state.slots)
-        self._values = list(state.values)
+        # Copied on first write: most attempted actions are disabled before writing.
+        self._slots: tuple[Slot, ...] | list[Slot] = state.slots
+        self._values: tuple[Hashable, ...] | list[Hashable] = state.values
         self._outputs: list[Emitted] = []
         self._taken: list[TakenTransition] = []
 
@@ -221,7 +224,14 @@ class Tx:
 
     def set(self, name: str, value: Hashable) -> None:
         """Set global `name` to `value` (must be hashable)."""
-        self._values[self.system.global_index(name)] = value
+        if type(self._values) is tuple:
+            self._values = list(self._values)
+        self._values[self.system.global_index(name)] = value  # type: ignore[index]
+
+    def _write_slot(self, index: int, slot: Slot) -> None:
+        if type(self._slots) is tuple:
+            self._slots = list(self._slots)
+        self._slots[index] = slot  # type: ignore[index]
 
     # -- instances ---------------------------------------------------------
 
@@ -256,7 +266,7 @@ class Tx:
         index = self.system.slot_index(component, key)
         generation = self._slots[index].generation + 1
         self.require(generation <= comp.max_generations, "generation bound reached")
-        self._slots[index] = Slot(generation, comp.machine.initial_snapshot())
+        self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
         return Handle(component, key, generation)
 
     def retire(self, target: Handle | tuple[str, Hashable]) -> bool:
@@ -264,7 +274,7 @@ class Tx:
         if not self.live(target):
             return False
         index = self.system.slot_index(target[0], target[1])
-        self._slots[index] = Slot(self._slots[index].generation, None)
+        self._write_slot(index, Slot(self._slots[index].generation, None))
         return True
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
@@ -289,7 +299,7 @@ class Tx:
         except StatecoreError as exc:
             raise ActionError(f"system {self.system.name!r}: {exc}") from exc
         if outcome.accepted:
-            self._slots[index] = Slot(slot.generation, outcome.snapshot)
+            self._write_slot(index, Slot(slot.generation, outcome.snapshot))
             source = Handle(component, key, slot.generation)
             self._outputs.extend(Emitted(source, o) for o in outcome.outputs)
             assert outcome.transition is not None
@@ -330,6 +340,9 @@ class System:
     _global_index: dict[str, int] = field(init=False, repr=False)
     _components: dict[str, Component] = field(init=False, repr=False)
     _actions: dict[str, Action] = field(init=False, repr=False)
+    _attempts: tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...] = (
+        field(init=False, repr=False)
+    )
 
     def __init__(
         self,
@@ -362,6 +375,11 @@ class System:
         setattr_(self, "_global_index", {g.name: i for i, g in enumerate(self.globals)})
         setattr_(self, "_components", {c.name: c for c in self.components})
         setattr_(self, "_actions", {a.name: a for a in self.actions})
+        setattr_(
+            self,
+            "_attempts",
+            tuple((a, args, dict(args)) for a in self.actions for args in a.arguments()),
+        )
 
     def _validate(self) -> None:
         where = f"system {self.name!r}"
@@ -464,11 +482,23 @@ class System:
     def successors(self, state: SystemState) -> list[SystemStep]:
         """Every enabled action in `state` with the step it makes."""
         steps: list[SystemStep] = []
-        for action in self.actions:
-            for args in action.arguments():
-                result = self._apply(action, args, state)
-                if result is not None:
-                    steps.append(result)
+        for action, args, kwargs in self._attempts:
+            tx = Tx(self, state)
+            try:
+                action.run(tx, **kwargs)
+            except _Disabled:
+                continue
+            nxt, outputs, taken = tx.result()
+            steps.append(
+                SystemStep(
+                    ActionLabel(action.name, args),
+                    action.actor,
+                    action.internal,
+                    nxt,
+                    outputs,
+                    taken,
+                )
+            )
         return steps
 
     def actions_in(self, state: SystemState) -> list[ActionLabel]:

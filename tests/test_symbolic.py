@@ -14,19 +14,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("crosshair")
+from statecore import Event, Field, Machine, State, Transition, TransitionError, Var, step
+from statecore.symbolic import KINDS, SymbolicFinding, symbolic_check
 
-from statecore import (  # noqa: E402 - after the importorskip
-    Event,
-    Field,
-    Machine,
-    State,
-    Transition,
-    TransitionError,
-    Var,
-    step,
-)
-from statecore.symbolic import KINDS, SymbolicFinding, symbolic_check  # noqa: E402
+pytest.importorskip("crosshair")
 
 Guard = Callable[[Any, Mapping[str, Any]], bool]
 
@@ -266,6 +257,24 @@ def test_findings_are_frozen_and_readable() -> None:
     with pytest.raises(AttributeError):
         finding.kind = "overlap"  # type: ignore[misc]
     assert hash(finding) == hash(finding)
+
+
+def test_a_crosshair_failure_warns_and_keeps_the_boundary_findings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import crosshair.core
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("solver fell over")
+
+    monkeypatch.setattr(crosshair.core, "explore_paths", broken)
+    machine = telemetry(
+        lambda s, p: p["elapsed_ms"] >= 0,
+        lambda s, p: p["elapsed_ms"] < 0,
+    )
+    with pytest.warns(RuntimeWarning, match="solver fell over"):
+        (finding,) = symbolic_check(machine)
+    assert finding.kind == "no-guard-error-policy"
 
 
 def test_missing_crosshair_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

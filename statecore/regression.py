@@ -1,0 +1,318 @@
+"""Regression tests from counterexamples: a trace becomes a pytest module.
+
+A counterexample in a bug report is a claim; a failing test is a fact that
+stays checked. `regression_test_source(trace, target)` writes the source of a
+test module that loads the system named by `target`, replays the trace's
+actions (written out literally, so the test reads as the scenario it is) with
+`statecore.replay.replay_actions`, and asserts what the trace showed:
+
+* by default, that the property is still violated along the path - the test
+  documents the bug and passes while it is there;
+* with ``must_hold=True``, that it is no longer violated - the form to commit
+  with the fix (a path the fixed model no longer allows passes too).
+
+(For a ``sometimes`` witness both forms assert the state is still reached.)
+
+`target` is ``"package.module:object"``: the `System`, or a function
+returning one (called with no arguments). With ``resolver=
+"package.module:function"`` the generated test calls ``function(target)``
+instead, for systems known by a name (a bundled model, a registry entry).
+
+The source is formatted as ``ruff format`` (and Black) would format it, for
+the given line length, so it can be committed as it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import textwrap
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from .definition import Output, Snapshot
+from .errors import StatecoreError
+from .system import ActionLabel, Handle, ModelValue, Slot, System
+from .trace import Trace
+
+__all__ = ["TargetError", "load_system", "python_literal", "regression_test_source"]
+
+
+class TargetError(StatecoreError):
+    """A regression target that does not name a `System`."""
+
+
+# -- finding the system ---------------------------------------------------------
+
+
+def _resolve(spec: str, what: str) -> object:
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise TargetError(f"{what} {spec!r} must look like 'package.module:object'")
+    try:
+        found: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"{what} {spec!r}: cannot import {module_name!r} ({exc})") from exc
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise TargetError(f"{what} {spec!r}: no attribute {part!r}") from None
+    return found
+
+
+def load_system(target: str, resolver: str | None = None) -> System:
+    """The `System` `target` names (see the module docstring).
+
+    ``"package.module:object"`` imports the module and takes the object (a
+    dotted path inside the module is allowed); a callable that is not a
+    `System` is called with no arguments. With `resolver`, the function it
+    names is called with `target` instead.
+    """
+    if resolver is not None:
+        function = _resolve(resolver, "resolver")
+        if not callable(function):
+            raise TargetError(f"resolver {resolver!r} is not callable")
+        found: object = function(target)
+    else:
+        found = _resolve(target, "target")
+        if not isinstance(found, System) and callable(found):
+            found = found()
+    if not isinstance(found, System):
+        raise TargetError(f"target {target!r} gives {type(found).__name__}, not a System")
+    return found
+
+
+def _importable_name(function: Callable[[str], System]) -> str:
+    """``"module:qualname"`` of `function`, which a generated test can import again."""
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        raise TargetError(
+            f"resolver {function!r} cannot be imported by name; define it at the top "
+            "level of an importable module, or pass 'package.module:function'"
+        )
+    return f"{module}:{qualname}"
+
+
+# -- literals ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Group:
+    """A bracketed literal: ``head item, item tail`` (a call or a collection)."""
+
+    head: str
+    items: tuple[_Node, ...]
+    tail: str
+    call: bool  # call arguments stay on one line when they fit; collections explode
+    one_tuple: bool = False
+
+
+_Node = str | _Group
+
+
+def _str_literal(text: str) -> str:
+    """`text` quoted the way ruff normalises it: double quotes unless that costs escapes."""
+    body = repr(text)[1:-1]
+    if repr(text)[0] == '"':  # repr chose double quotes: text has ' and no "
+        return repr(text)
+    if '"' in text and text.count('"') > text.count("'"):
+        return repr(text)
+    return '"' + body.replace("\\'", "'").replace('"', '\\"') + '"'
+
+
+def _call(name: str, *items: _Node) -> _Group:
+    return _Group(f"{name}(", items, ")", call=True)
+
+
+def _node(value: object, names: set[str]) -> _Node:
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return repr(value)
+    if kind is str:
+        assert isinstance(value, str)
+        return _str_literal(value)
+    if kind is float:
+        assert isinstance(value, float)
+        if math.isnan(value) or math.isinf(value):
+            return _call("float", f'"{value!r}"')
+        return repr(value)
+    if kind is ModelValue:
+        assert isinstance(value, ModelValue)
+        names.add("ModelValue")
+        return _call("ModelValue", _str_literal(value.group), repr(value[1]))
+    if kind is Handle:
+        assert isinstance(value, Handle)
+        names.add("Handle")
+        return _call(
+            "Handle",
+            _str_literal(value.component),
+            _node(value.key, names),
+            repr(value.generation),
+        )
+    if kind is Output:
+        assert isinstance(value, Output)
+        names.add("Output")
+        return _call("Output", _str_literal(value.name), _node(value.fields, names))
+    if kind is ActionLabel:
+        assert isinstance(value, ActionLabel)
+        names.add("ActionLabel")
+        if not value.args:
+            return _call("ActionLabel", _str_literal(value.name))
+        return _call("ActionLabel", _str_literal(value.name), _node(value.args, names))
+    if kind is tuple:
+        assert isinstance(value, tuple)
+        items = tuple(_node(item, names) for item in value)
+        return _Group("(", items, ")", call=False, one_tuple=len(items) == 1)
+    if kind is frozenset:
+        assert isinstance(value, frozenset)
+        if not value:
+            return "frozenset()"
+        items = tuple(sorted((_node(item, names) for item in value), key=_flat))
+        return _call("frozenset", _Group("{", items, "}", call=False))
+    if isinstance(value, (Slot, Snapshot)):
+        raise TargetError(
+            f"{value!r} cannot be written as a literal: snapshots need their machine; "
+            "give actions arguments that are ids, handles or plain values"
+        )
+    raise TargetError(f"{value!r} ({kind.__name__}) cannot be written as a Python literal")
+
+
+def _flat(node: _Node) -> str:
+    if isinstance(node, str):
+        return node
+    inner = ", ".join(_flat(item) for item in node.items)
+    return node.head + inner + ("," if node.one_tuple else "") + node.tail
+
+
+def _lines(node: _Node, indent: int, suffix: str, width: int) -> list[str]:
+    """`node` laid out as ruff (and Black) lay out a too-long bracketed literal.
+
+    It stays on one line if it fits. Otherwise the brackets split: call
+    arguments go on one indented line if they fit there, else one per line;
+    a collection of several items goes one per line at once. A trailing
+    comma is added exactly when items go one per line and there are several.
+    """
+    pad = " " * indent
+    flat = pad + _flat(node) + suffix
+    if isinstance(node, str) or not node.items or len(flat) <= width:
+        return [flat]
+    inner = indent + 4
+    body = " " * inner + _flat(_Group("", node.items, "", node.call, node.one_tuple))
+    several = len(node.items) > 1
+    if (node.call or not several) and len(body) <= width:
+        middle = [body]
+    elif several or node.one_tuple:
+        middle = [line for item in node.items for line in _lines(item, inner, ",", width)]
+    else:
+        middle = _lines(node.items[0], inner, "", width)
+    return [pad + node.head, *middle, pad + node.tail + suffix]
+
+
+def python_literal(value: Hashable, width: int = 88) -> str:
+    """Python source that rebuilds `value`, formatted to `width` columns.
+
+    Covers what action arguments hold: None, bools, ints, floats (``nan`` and
+    ``inf`` as ``float("nan")``), strings, tuples, frozensets and statecore's
+    `ModelValue`, `Handle`, `Output` and `ActionLabel`.
+    """
+    return "\n".join(_lines(_node(value, set()), 0, "", width))
+
+
+# -- the test module -----------------------------------------------------------------
+
+
+def _test_name(property_id: str, must_hold: bool, witness: bool) -> str:
+    base = "".join(ch if ch.isalnum() else "_" for ch in property_id).strip("_") or "trace"
+    if witness:
+        return f"test_{base}_is_reached"
+    return f"test_{base}_holds_on_counterexample" if must_hold else f"test_{base}_is_violated"
+
+
+def _docstring_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
+def _docstring(trace: Trace, target: str, must_hold: bool, width: int) -> list[str]:
+    kind = "witness" if trace.verdict == "witness" else "counterexample"
+    head = f"Regression test: {kind} for property {trace.property_id!r} of {trace.system!r}."
+    lines = ['"""' + _docstring_text(head), ""]
+    lines.append(f"Generated by statecore from a {len(trace)}-step trace of {target}:")
+    lines.append("")
+    for index, item in enumerate(trace.steps[1:], 1):
+        lines.append(f"    {index}. {item.actor}: {_docstring_text(str(item.action))}")
+    if len(trace) == 0:
+        lines.append("    (the initial state alone)")
+    if trace.detail:
+        lines.append("")
+        wrapped = textwrap.wrap(f"Result: {trace.verdict}: {trace.detail}", width - 4)
+        lines.extend(_docstring_text(line) for line in wrapped)
+    lines.append("")
+    if trace.verdict == "witness":
+        note = "The test asserts that the replayed path still reaches the witness state."
+    elif must_hold:
+        note = (
+            "The test asserts that the property holds along this path now (the fix); "
+            "a path the model no longer allows passes too."
+        )
+    else:
+        note = (
+            "The test asserts that the property is still violated along this path: "
+            "it documents the bug. After the fix, regenerate it with must_hold=True."
+        )
+    lines.extend(_docstring_text(line) for line in textwrap.wrap(note, width - 4))
+    lines.append('"""')
+    return lines
+
+
+def regression_test_source(
+    trace: Trace,
+    target: str,
+    *,
+    must_hold: bool = False,
+    resolver: str | Callable[[str], System] | None = None,
+    line_length: int = 88,
+) -> str:
+    """The source of a pytest module that replays `trace` against `target`.
+
+    See the module docstring for `target`, `resolver` and `must_hold`. The
+    source is valid Python, formatted as ``ruff format --line-length
+    <line_length>`` would, and needs only statecore and the target to run.
+    """
+    if not trace.property_id:
+        raise TargetError("the trace names no property; a regression test needs one")
+    if callable(resolver):
+        resolver = _importable_name(resolver)
+    names: set[str] = {"ActionLabel"}
+    actions = [_node(label, names) for label in trace.actions]
+    witness = trace.verdict == "witness"
+    out = _docstring(trace, target, must_hold, line_length)
+    out.append("")
+    out.append("from statecore.regression import load_system")
+    out.append("from statecore.replay import replay_actions")
+    out.append(f"from statecore.system import {', '.join(sorted(names))}")
+    out.append("")
+    out.append(f"TARGET = {_str_literal(target)}")
+    if resolver is not None:
+        out.append(f"RESOLVER = {_str_literal(resolver)}")
+    out.append(f"PROPERTY = {_str_literal(trace.property_id)}")
+    if actions:
+        out.append("ACTIONS = [")
+        for node in actions:
+            out.extend(_lines(node, 4, ",", line_length))
+        out.append("]")
+    else:
+        out.append("ACTIONS: list[ActionLabel] = []")
+    out.extend(["", ""])
+    out.append(f"def {_test_name(trace.property_id, must_hold, witness)}() -> None:")
+    load = "load_system(TARGET, RESOLVER)" if resolver is not None else "load_system(TARGET)"
+    out.append(f"    system = {load}")
+    out.append("    result = replay_actions(system, ACTIONS, PROPERTY)")
+    if witness:
+        out.append('    assert result.verdict == "holds", result.explain(system)')
+    elif must_hold:
+        out.append('    assert result.verdict != "violated", result.explain(system)')
+    else:
+        out.append('    assert result.verdict == "violated", result.explain(system)')
+    return "\n".join(out) + "\n"
