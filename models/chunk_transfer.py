@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from statecore import Event, Machine, Outcome, State, Transition, Var, out
+from statecore.registry import Target
 from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
 
 from .sender_generation import sender_generation_machine
@@ -340,3 +341,46 @@ def variant_seed000_p1() -> System:
 def variant_reuse_joins() -> System:
     """0.30.0's reuse behaviour alone: a new request joins the old generation."""
     return build(ChunkTransferConfig(name="chunk_transfer_reuse_joins", isolate_reuse=False))
+
+
+_CT = __name__
+
+TARGETS: tuple[Target, ...] = (
+    Target(
+        "chunk_transfer",
+        f"{_CT}:CHUNK_TRANSFER",
+        doc="scheduler, save thread, connector and consumer; the reference behaviour",
+    ),
+    Target(
+        "chunk_transfer_0_30_0",
+        f"{_CT}:released_0_30_0",
+        "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
+        "terminal_delivered",
+        doc="vLLM-Omni 0.30.0 as released (see docs/findings.md)",
+    ),
+    Target(
+        "chunk_transfer_6670",
+        f"{_CT}:variant_6670",
+        "violates:terminal_delivered",
+        doc="vllm-omni #6670: cleanup_sender reclaims a generation whose terminal is queued",
+    ),
+    Target(
+        "chunk_transfer_4855",
+        f"{_CT}:variant_4855",
+        "violates:no_sender_leak,terminal_delivered",
+        doc="vllm-omni #4855: a connector put that returns False is not recorded",
+    ),
+    Target(
+        "chunk_transfer_seed000_p1",
+        f"{_CT}:variant_seed000_p1",
+        "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
+        "terminal_delivered",
+        doc="seed 000 P1: a processor exception skips the empty terminal; failure only logged",
+    ),
+    Target(
+        "chunk_transfer_reuse_joins",
+        f"{_CT}:variant_reuse_joins",
+        "violates:terminal_delivered",
+        doc="0.30.0: a reused external id joins the old sender generation",
+    ),
+)
