@@ -115,7 +115,8 @@ def request_machine() -> Machine:
 # A queued task: (sender handle, request handle, is terminal).
 Task = tuple[Handle, Handle, bool]
 # The task the save thread runs: (task, phase, payload) with phase "begun"
-# (processor not yet called) or "ready" (payload decided: "data", "empty", None).
+# (blocked in the processor callback) or "putting" (blocked in connector.put
+# with payload "data" or "empty").
 InFlight = tuple[Task, str, Any]
 
 
@@ -186,44 +187,54 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         # else: discarded as stale (identity lost, or cancelled and not terminal)
 
     def process(tx: Tx, outcome: str) -> None:
+        # The processor callback returns; the send then runs on by itself to
+        # the cancel check and, if that passes, blocks inside connector.put.
         flight = tx.get("in_flight")
         tx.require(flight is not None and flight[1] == "begun")
         task, _, _ = flight
-        _, request, terminal = task
-        if outcome == "payload":
-            tx.set("in_flight", (task, "ready", "data"))
-            return
+        token, request, terminal = task
+        payload = "data" if outcome == "payload" else None
         if outcome == "raise":
             tx.set("raised", tx.get("raised") | {request})
-            if config.processor_raise == "fail":
-                _fail(tx, request, config)
+            if config.processor_raise in ("fail", "log_only"):
+                if config.processor_raise == "fail":
+                    _fail(tx, request, config)
                 _end(tx, task, sent=False)
                 return
-            if config.processor_raise == "log_only":
+        if payload is None:
+            if not terminal:  # nothing is put, nothing recorded (0.30.0)
                 _end(tx, task, sent=False)
                 return
-        if not terminal:  # nothing is put, nothing recorded (0.30.0)
+            payload = "empty"  # a boundary still sends an empty finish marker
+        snap = tx.snapshot(token)
+        cancelled = snap is not None and snap.state in ("retiring", "draining")
+        if snap is None or (cancelled and not terminal):
+            # _sender_generation_is_active fails: no put, no failure recorded
             _end(tx, task, sent=False)
             return
-        tx.set("in_flight", (task, "ready", "empty"))  # an empty finish marker
+        tx.set("in_flight", (task, "putting", payload))
 
     def put(tx: Tx, outcome: str) -> None:
+        # connector.put returns (or raises); then the post-put bookkeeping.
         flight = tx.get("in_flight")
-        tx.require(flight is not None and flight[1] == "ready")
+        tx.require(flight is not None and flight[1] == "putting")
         task, _, payload = flight
         token, request, terminal = task
-        snap = tx.snapshot(token)
-        vetoed = snap is None or (snap.state == "retiring" and not terminal)
-        if vetoed:  # _sender_generation_is_active fails: no put, no failure
+        if outcome == "ok":
+            tx.set("puts", (*tx.get("puts"), (request, terminal, payload == "empty")))
+            tx.set("mailbox", (*tx.get("mailbox"), (request, terminal, payload == "empty")))
+        if outcome == "raise":  # propagates to the save loop, which records it
+            _fail(tx, request, config)
             _end(tx, task, sent=False)
             return
-        if outcome == "ok":
-            tx.set("mailbox", (*tx.get("mailbox"), (request, terminal, payload == "empty")))
-            _end(tx, task, sent=terminal)
+        snap = tx.snapshot(token)
+        retiring = snap is not None and snap.state == "retiring" and not terminal
+        if snap is None or retiring:  # "Ignoring completed put for retired request"
+            _end(tx, task, sent=False)
             return
-        if outcome == "raise" or config.record_false_put:
+        if outcome == "false" and config.record_false_put:
             _fail(tx, request, config)
-        _end(tx, task, sent=False)
+        _end(tx, task, sent=terminal and outcome == "ok")
 
     def receive(tx: Tx) -> None:
         mailbox = tx.get("mailbox")
@@ -248,6 +259,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             Global("queue", (), doc="_pending_save_reqs: FIFO of (token, request, terminal)"),
             Global("in_flight", None, doc="the task the save thread is running"),
             Global("mailbox", (), doc="puts the connector holds for the consumer"),
+            Global("puts", (), doc="every successful put, in order: (request, finished, empty)"),
             Global("received", frozenset(), doc="requests whose consumer got finished=True"),
             Global("failures", frozenset(), doc="requests with a recorded send failure"),
             Global("released", frozenset(), doc="requests failed visibly (consumer released)"),

@@ -25,6 +25,7 @@ examples:
   statecore list                         bundled models, variants and adapters
   statecore check                        check every bundled model
   statecore check chunk_transfer --trace-out traces
+  statecore check chunk_transfer_6670 --regression-out tests/regressions
   statecore check --variants             every known-bug variant must be caught
   statecore check mypkg.lifecycle:SYSTEM --json
   statecore replay traces/x.itf.json     re-run a saved counterexample
@@ -76,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     p_check.add_argument("targets", nargs="*", metavar="TARGET", help="name or module:object")
     p_check.add_argument("--max-states", type=int, default=None, metavar="N")
     p_check.add_argument("--trace-out", type=Path, default=None, metavar="DIR")
+    p_check.add_argument(
+        "--regression-out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write a pytest regression test for each violation",
+    )
     p_check.add_argument("--json", action="store_true", help="print one JSON report")
     p_check.add_argument("--no-symmetry", action="store_true", help="no symmetry reduction")
     p_check.add_argument(
@@ -140,6 +148,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         )
         _clear_progress()
         written = _write_traces(report, name, args.trace_out)
+        _write_regressions(report, name, args.regression_out)
         ok = _judge(report, target if args.variants else None)
         all_ok = all_ok and ok
         entries.append(_report_json(name, target, report, ok, written))
@@ -170,6 +179,19 @@ def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str
             write_itf(result.trace, report.system, path)
             written[result.property.id] = str(path)
     return written
+
+
+def _write_regressions(report: Report, name: str, directory: Path | None) -> None:
+    if directory is None:
+        return
+    from .regression import regression_test_source
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for result in report.results:
+        if result.trace is not None and result.verdict == VIOLATED:
+            stem = f"test_{name}_{result.property.id}".replace(".", "_").replace(":", "_")
+            path = directory / f"{stem}.py"
+            path.write_text(regression_test_source(result.trace, name))
 
 
 def _print_report(
@@ -281,16 +303,29 @@ def _cmd_symbolic(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .itf import read_meta
+    from .itf import TraceFileError
     from .replay import replay
 
-    target = args.target or read_meta(args.trace).get("target") or ""
-    if not target:
-        raise _usage(f"{args.trace}: the trace names no target; pass --target")
+    target = args.target or _trace_source(args.trace)
     _, system, _ = resolve(target)
     result = replay(system, args.trace)
-    print(result.describe())
+    if result.trace is not None:
+        print(result.trace.table(system))
+    print(result.explain(system))
+    if not result.reproduced:
+        raise TraceFileError(str(args.trace), None, "the trace no longer shows what it recorded")
     return 1 if result.verdict == VIOLATED else 0
+
+
+def _trace_source(path: Path) -> str:
+    """The target a trace file names in its header (the system it was taken from)."""
+    try:
+        header = json.loads(path.read_text())["#meta"]
+        return str(header["source"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StatecoreError(
+            f"{path}: cannot read the trace's source ({exc}); pass --target"
+        ) from None
 
 
 # -- terminal helpers ----------------------------------------------------------

@@ -338,6 +338,11 @@ class _Explorer:
             state = step_.state
             concrete = (state, *self._step_monitors(concrete[1:], step_)[0])
             steps.append(TraceStep(step_.action, step_.actor, state, step_.outputs))
+        if prop.kind == "monitor" and verdict == VIOLATED and self.symmetry:
+            # The detail was worded on a renamed state; word it on the real path.
+            from .replay import judge
+
+            detail = judge(self.system, prop, steps)[1] or detail
         return Trace(self.system.name, tuple(steps), prop.id, verdict, detail)
 
     def _renaming_to(self, rep: Node, concrete: Node) -> Renaming:

@@ -560,7 +560,7 @@ def _check_value(obj: Json, where: str) -> str | None:
                 return f"{where}: {key} needs a JSON list"
             if key == "#map" and not all(isinstance(p, list) and len(p) == 2 for p in inner):
                 return f"{where}: #map needs a list of [key, value] pairs"
-            return _check_value(inner, f"{where}{key}")
+            return _check_value(inner, f"{where}.{key}")
         for name, item in obj.items():
             if name.startswith("#"):
                 return f"{where}: unknown special field {name!r}"
@@ -579,7 +579,9 @@ def validate_itf_shape(obj: object, *, path: str | None = None) -> None:
     Structure only, no model: an object with ``"vars"`` (distinct strings)
     and ``"states"`` (objects holding every variable, and nothing else but
     ``"#meta"``), an optional ``"#meta"`` object (``format`` "ITF" if given),
-    optional ``"params"`` and ``"loop"``, and well-formed ITF values.
+    optional ``"params"`` and ``"loop"``, and well-formed ITF values (JSON
+    integers, which ITF wrote before its 2023 revision, are accepted; other
+    JSON numbers and ``null`` are not ITF values).
     """
     if not isinstance(obj, dict):
         raise TraceFileError(path, None, "an ITF trace is a JSON object")
@@ -817,11 +819,12 @@ def _steps_of(
         try:
             step_ = system.next_step(state, item.action)
         except ActionError as exc:
-            enabled = "; ".join(str(a) for a in system.actions_in(state)) or "none"
+            why = "it is not enabled" if "is not enabled" in str(exc) else str(exc)
+            enabled = ", ".join(str(a) for a in system.actions_in(state)) or "none"
             raise TraceFileError(
                 path,
                 index,
-                f"the model does not allow {item.action} after step {index - 1} ({exc}); "
+                f"the model does not allow {item.action} after step {index - 1}: {why}; "
                 f"enabled there: {enabled}",
             ) from None
         if item.actor and item.actor != step_.actor:

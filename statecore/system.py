@@ -340,8 +340,8 @@ class System:
     _global_index: dict[str, int] = field(init=False, repr=False)
     _components: dict[str, Component] = field(init=False, repr=False)
     _actions: dict[str, Action] = field(init=False, repr=False)
-    _attempts: tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...] = (
-        field(init=False, repr=False)
+    _attempts: tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...] = field(
+        init=False, repr=False
     )
 
     def __init__(

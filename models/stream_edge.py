@@ -1,0 +1,259 @@
+"""The once-only stream-edge event recorder of RFC #6472 (vLLM-Omni seed 004).
+
+The PR under review (head 9323594) adds ``stream_edge.py``: typed, once-only
+first-payload events per directed stage edge, owned by ``ClientRequestState``
+and released by canonical cleanup. These machines are the recorder as the
+review asks for it, so the composed model
+(`statecore.models.request_lifecycle`) and the runtime implementation
+(`statecore.models.stream_edge_impl`) share one definition:
+
+* **recorder** (one per request instance, the owner): ``open`` until its
+  request is removed, then ``closed`` for good. ``open_edge`` admits a new
+  edge while open; ``close`` is idempotent.
+* **edge** (one per directed edge of a recorder): which segment is current.
+  Segment indices are unbounded in production, so the edge machine does not
+  store them: the caller fires with the *order* of the observed segment
+  relative to the current one (``newer``, ``same`` or ``older``) and the
+  machine decides. ``start_segment`` is the runtime's: a newer segment
+  advances (the old handle retires), the same one rebinds (idempotent), an
+  older one is late and dropped. ``observe`` is arriving telemetry routed by
+  key: only the current segment is accepted, so telemetry never advances
+  segments (the RFC clarification: "arriving telemetry never advances
+  segments").
+* **segment** (one per segment handle): ``live`` until the edge advances
+  (``retired``) or the owner closes (``closed``). ``record(event,
+  elapsed_ms)`` is first-write-wins per event; an elapsed time that is NaN,
+  negative or infinite is dropped.
+
+Policies follow the review (seed 004 point 3, "return False for runtime
+conditions and raise only for programmer errors"): every event a runtime
+condition can refuse (bad elapsed value, duplicate, late or not yet started
+segment, retired handle, closed owner) has policy ``reject`` or ``ignore``.
+The one ``error`` event is ``retire`` on a segment: only the recorder's own
+bookkeeping fires it, from ``live``, so firing it anywhere else is a bug in
+the recorder, not a runtime condition.
+
+The PR-head behaviours the review found are variants of these machines:
+``segment_machine(raise_on_invalid=True)`` raises ``ValueError`` on a bad
+elapsed value (only on a live handle, as the PR's guard did);
+``edge_machine(late_raises=True)`` gives ``start_segment`` policy ``error``,
+so a late observation for an older segment raises ``TransitionError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from statecore import Event, Field, Machine, State, Transition, Var, out
+
+# The four first-payload boundaries of one directed edge, in stream order:
+# the producer stage emits its first payload, the connector completes its
+# send, the consumer stage accepts it, the entrypoint emits the response.
+EVENTS: tuple[str, ...] = ("producer_emit", "send_complete", "consumer_accept", "response_emit")
+# The composed model keeps two of them: enough for first-write-wins per event.
+MODEL_EVENTS: tuple[str, ...] = ("producer_emit", "consumer_accept")
+
+# The order of an observed segment index relative to the edge's current one.
+ORDERS: tuple[str, ...] = ("newer", "same", "older")
+
+# What definition-time validation fires: valid values only. The symbolic
+# check (statecore.symbolic) looks beyond them: NaN, infinities, negatives.
+ELAPSED_SAMPLE: tuple[float, ...] = (0.0, 12.5)
+
+
+def valid_elapsed(elapsed_ms: float) -> bool:
+    """Whether an elapsed time is usable: finite and not negative (0.0 is valid)."""
+    return math.isfinite(elapsed_ms) and elapsed_ms >= 0.0
+
+
+def segment_order(segment: int, current: int | None) -> str:
+    """``newer``, ``same`` or ``older``: `segment` relative to the `current` index."""
+    if current is None or segment > current:
+        return "newer"
+    return "same" if segment == current else "older"
+
+
+def recorder_machine(name: str = "stream_edge_recorder") -> Machine:
+    """The owner: one per request instance, closed at its removal."""
+    return Machine(
+        name,
+        doc="The stream-edge recorder a ClientRequestState owns; closed when the "
+        "request leaves request_states, by any removal path.",
+        states=[
+            State("open", initial=True, doc="collecting"),
+            State("closed", final=True, doc="released: accepts nothing, ever"),
+        ],
+        events=[
+            Event("open_edge", policy="reject", doc="a first start_segment on a new edge"),
+            Event("close", policy="ignore", doc="release_stream_edge_metrics(); idempotent"),
+        ],
+        transitions=[
+            Transition("open", "open_edge", None, effect_label="admit edge"),
+            Transition("open", "close", "closed", effect_label="close edges and segments"),
+        ],
+    )
+
+
+def _order_is(order: str) -> Any:
+    def guard(s: object, p: Mapping[str, Any]) -> bool:
+        return bool(p["order"] == order)
+
+    guard.__name__ = order
+    return guard
+
+
+def edge_machine(*, late_raises: bool = False, name: str = "") -> Machine:
+    """One directed edge of a recorder; ``late_raises=True`` is the PR head.
+
+    With ``late_raises`` ``start_segment`` has policy ``error``: a late
+    observation for an older segment that reaches it (a key-based handler
+    calling ``start_segment(key)`` per message) raises into the caller.
+    """
+    return Machine(
+        name or ("stream_edge_late_raises" if late_raises else "stream_edge"),
+        doc="One directed stage edge: which segment is current. Fired with the "
+        "order of the observed segment index relative to the current one.",
+        states=[
+            State("idle", initial=True, doc="no segment started yet"),
+            State("active", doc="a current segment"),
+            State("closed", final=True, doc="the owner closed"),
+        ],
+        events=[
+            Event(
+                "start_segment",
+                [Field("order", ORDERS)],
+                policy="error" if late_raises else "reject",
+                doc="the runtime starts (or rebinds to) a segment before dispatch",
+            ),
+            Event(
+                "observe",
+                [Field("order", ORDERS)],
+                policy="reject",
+                doc="key-based telemetry: accepted for the current segment only",
+            ),
+            Event("close", policy="ignore", doc="the owner closed"),
+        ],
+        transitions=[
+            Transition(
+                "idle",
+                "start_segment",
+                "active",
+                guard=_order_is("newer"),
+                effect_label="first segment",
+                name="first_segment",
+            ),
+            Transition(
+                "active",
+                "start_segment",
+                None,
+                guard=_order_is("newer"),
+                effect_label="retire the old handle",
+                name="advance",
+            ),
+            Transition(
+                "active",
+                "start_segment",
+                None,
+                guard=_order_is("same"),
+                effect_label="same handle (reconnect)",
+                name="rebind",
+            ),
+            Transition(
+                "active",
+                "observe",
+                None,
+                guard=_order_is("same"),
+                effect_label="route to the current handle",
+                name="route",
+            ),
+            Transition(("idle", "active"), "close", "closed", name="close"),
+        ],
+    )
+
+
+def segment_machine(
+    events: Iterable[str] = MODEL_EVENTS,
+    *,
+    raise_on_invalid: bool = False,
+    name: str = "",
+) -> Machine:
+    """One segment handle: first write wins per event; ``raise_on_invalid`` is the PR head.
+
+    With ``raise_on_invalid`` a live handle raises ``ValueError`` on a NaN,
+    negative or infinite elapsed time instead of dropping it; a retired or
+    closed handle still drops it silently (the PR's inconsistency).
+    """
+    names = tuple(events)
+
+    if raise_on_invalid:
+
+        def first_write(s: Any, p: Mapping[str, Any]) -> bool:
+            elapsed = p["elapsed_ms"]
+            if math.isnan(elapsed) or elapsed < 0 or math.isinf(elapsed):
+                raise ValueError(f"elapsed_ms must be finite and >= 0, got {elapsed!r}")
+            return not getattr(s, p["event"])
+
+        label = "unset (raises on a bad elapsed_ms)"
+    else:
+
+        def first_write(s: Any, p: Mapping[str, Any]) -> bool:
+            return valid_elapsed(p["elapsed_ms"]) and not getattr(s, p["event"])
+
+        label = "valid elapsed_ms and unset"
+
+    def set_flag(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
+        return {p["event"]: True}
+
+    def recorded(s: Any, p: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (out("recorded", event=p["event"]),)
+
+    return Machine(
+        name or ("stream_edge_segment_raises" if raise_on_invalid else "stream_edge_segment"),
+        doc="One segment of one edge: once-only events, dropped when retired or closed.",
+        states=[
+            State("live", initial=True, doc="the edge's current segment"),
+            State("retired", final=True, doc="a later segment started: a stale handle"),
+            State("closed", final=True, doc="the owner closed"),
+        ],
+        variables=[Var(n, (False, True), False, doc=f"{n} recorded") for n in names],
+        events=[
+            Event(
+                "record",
+                [
+                    Field("event", names),
+                    Field("elapsed_ms", sample=ELAPSED_SAMPLE, type=float),
+                ],
+                policy="reject",
+                doc="record(event, elapsed_ms): False unless this is its first valid write",
+            ),
+            Event("retire", policy="error", doc="the edge advanced (recorder bookkeeping)"),
+            Event("close", policy="ignore", doc="the owner closed"),
+        ],
+        transitions=[
+            Transition(
+                "live",
+                "record",
+                None,
+                guard=first_write,
+                guard_label=label,
+                effect=set_flag,
+                effect_label="store elapsed_ms",
+                emit=recorded,
+                name="record",
+            ),
+            Transition("live", "retire", "retired", name="retire"),
+            Transition("live", "close", "closed", name="close"),
+        ],
+    )
+
+
+RECORDER = recorder_machine()
+EDGE = edge_machine()
+SEGMENT = segment_machine()
+EDGE_LATE_RAISES = edge_machine(late_raises=True)
+SEGMENT_RAISES = segment_machine(raise_on_invalid=True)
+
+STREAM_EDGE_MACHINES: tuple[Machine, ...] = (RECORDER, EDGE, SEGMENT)
+"""The reference machines (the symbolic check must report nothing on them)."""

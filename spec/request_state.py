@@ -1,0 +1,180 @@
+"""Properties of the request-state system (`statecore.models.request_state`).
+
+Each property names the review finding or code comment it comes from. The
+globals they read are documented on the system: ``crossed`` (an access
+reached another generation's state), ``made`` (the namespaces a producer
+created, per state generation), ``terminals`` / ``terminal_put`` (requests
+whose terminal was queued / reached ``connector.put``), ``late_check`` (the
+test's late ``get_or_create``), ``refused_in_producer`` (a producer the send
+path let run was refused its state), and the witnesses ``segment_done`` and
+``delivered``.
+"""
+
+from __future__ import annotations
+
+from statecore.properties import Property, always, eventually, sometimes
+from statecore.system import StateView
+
+GENERATION_FENCED = "generation_fenced"
+NO_RECREATE_AFTER_CLEANUP = "no_recreate_after_cleanup"
+LATE_ACCESS_REFUSED = "late_access_refused"
+NO_LEAK_AFTER_CLEANUP = "no_leak_after_cleanup"
+STATE_RETAINED = "request_state_retained"
+FLUSH_REACHES_STATE = "flush_reaches_state"
+EOS_DELIVERED = "eos_delivered"
+
+
+def _no_recreate(v: StateView) -> bool:
+    """Request state exists only while a sender generation of its id is current."""
+    return all(v.snapshot("sender", handle.key) is not None for handle, _ in v.live("state"))
+
+
+def _no_leak(v: StateView) -> bool:
+    """Request state is held only for a request that is still running."""
+    for handle, _ in v.live("state"):
+        request = v.snapshot("request", handle.key)
+        if request is None or request.state != "running":
+            return False
+    return True
+
+
+def _retained(v: StateView) -> bool:
+    """Every namespace created in a live state generation is still there."""
+    for handle, var in v.get("made"):
+        slot = v.slot("state", handle.key)
+        if slot.snapshot is not None and slot.generation == handle.generation:
+            if not getattr(slot.snapshot, var):
+                return False
+    return True
+
+
+def _eos(v: StateView) -> bool:
+    return bool(v.get("terminals") <= v.get("terminal_put"))
+
+
+def _retired_view(v: StateView) -> bool:
+    """A view retained from a generation whose sender and state are both gone."""
+    return any(
+        v.snapshot("sender", sender.key) is None and v.slot("state", state.key).snapshot is None
+        for sender, state in v.get("views")
+    )
+
+
+def _reused_with_view(v: StateView) -> bool:
+    """A later generation is current while a view of an earlier one is retained."""
+    for sender, _ in v.get("views"):
+        slot = v.slot("sender", sender.key)
+        if slot.snapshot is not None and slot.generation > sender.generation:
+            return True
+    return False
+
+
+def _cancelled_flush(v: StateView) -> bool:
+    flight = v.get("in_flight")
+    if flight is None or flight[1] != "begun" or flight[0][3] != "terminal":
+        return False
+    sender = v.snapshot("sender", flight[0][0].key)
+    return sender is not None and sender.state == "draining"
+
+
+def _failed_keeps(v: StateView) -> bool:
+    return any(snap.state == "failed" and any(snap[1:]) for _, snap in v.live("state"))
+
+
+def properties() -> tuple[Property, ...]:
+    """The request-state properties, in the order reports list them."""
+    return (
+        always(
+            GENERATION_FENCED,
+            "A retired generation, and every view retained from it, never creates, reads "
+            "or changes its successor's state.",
+            lambda v: not v.get("crossed"),
+            source="seed 000 (RFC #6453): views fenced by sender-generation identity; "
+            "_send_single_request: _sender_tokens.get(ext) is sender_token",
+        ),
+        always(
+            NO_RECREATE_AFTER_CLEANUP,
+            "Request state exists only while a sender generation of its id is current: "
+            "a retained view cannot recreate state after cleanup.",
+            _no_recreate,
+            source="seed 000 PR: 'a retained view, including a factory overlapping "
+            "cancellation, cannot recreate a retired request's state'",
+        ),
+        always(
+            LATE_ACCESS_REFUSED,
+            "After cleanup, get_or_create through the request's accessor is refused "
+            "(the seed 000 test's assertion, judged where it exercises an accessor).",
+            lambda v: v.get("late_check") == "refused",
+            when=lambda v: v.get("late_check") is not None,
+            source="seed 000 review P2: the post-exit adapter.request_state assert cannot "
+            "fail; assert get_or_create on a view captured inside the producer",
+        ),
+        eventually(
+            NO_LEAK_AFTER_CLEANUP,
+            "At rest, namespaced state is held only for a request that is still running "
+            "(canonical cleanup and failure finalization release every namespace).",
+            _no_leak,
+            source="seed 000 PR: successful terminal sends release every namespace through "
+            "canonical cleanup (cleanup_sender -> _clear_sender_state_locked)",
+        ),
+        always(
+            STATE_RETAINED,
+            "While a request's state lives, every namespace its producer created is still "
+            "there: segment completion and failed sends keep request-wide state.",
+            _retained,
+            source="seed 000 PR: 'segment completion retains request-wide state'; 'failed "
+            "connector sends keep state until failure finalization'",
+        ),
+        always(
+            FLUSH_REACHES_STATE,
+            "A producer the send path lets run (a cancelled-but-current terminal flush "
+            "included) always reaches its request's state.",
+            lambda v: not v.get("refused_in_producer"),
+            source="seed 000 review P1: is_active treats cancelled as unavailable; "
+            "'cancelled does not veto a terminal chunk' (_send_single_request)",
+        ),
+        eventually(
+            EOS_DELIVERED,
+            "Every queued terminal reaches connector.put with finished=True (delivered, "
+            "or the put itself fails visibly), even if cleanup_sender ran after it was queued.",
+            _eos,
+            source="seed 000 review P1: get_or_create raises, put skipped, EOS dropped; "
+            "vllm-omni #6670 fence",
+        ),
+        sometimes(
+            "cancelled_terminal_flush",
+            "A terminal flush runs on a cancelled-but-current sender generation.",
+            _cancelled_flush,
+            source="vacuity guard for seed 000 P1",
+        ),
+        sometimes(
+            "retained_view_outlives_generation",
+            "A view retained inside the producer outlives its generation's cleanup.",
+            _retired_view,
+            source="vacuity guard for seed 000 P2 and no_recreate_after_cleanup",
+        ),
+        sometimes(
+            "external_id_reused_with_view",
+            "A new request reuses the external id while an old view is retained.",
+            _reused_with_view,
+            source="vacuity guard for generation_fenced",
+        ),
+        sometimes(
+            "segment_completed_with_state",
+            "A segment completes while the request holds a namespace.",
+            lambda v: bool(v.get("segment_done")),
+            source="vacuity guard for request_state_retained",
+        ),
+        sometimes(
+            "failed_send_keeps_state",
+            "A request whose send failed still holds a namespace.",
+            _failed_keeps,
+            source="vacuity guard for request_state_retained",
+        ),
+        sometimes(
+            "terminal_delivered",
+            "A terminal put succeeds.",
+            lambda v: bool(v.get("delivered")),
+            source="vacuity guard for eos_delivered",
+        ),
+    )
