@@ -171,7 +171,7 @@ class Field:
         domain: Iterable[Hashable] | None = None,
         *,
         sample: Iterable[Hashable] | None = None,
-        type: builtins.type | None = None,  # noqa: A002 - mirrors the field name
+        type: builtins.type | None = None,
         doc: str = "",
     ) -> None:
         object.__setattr__(self, "name", name)

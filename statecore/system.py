@@ -198,7 +198,7 @@ class Tx:
     transaction started from, so actions stay pure from the outside.
     """
 
-    __slots__ = ("system", "before", "_slots", "_values", "_outputs", "_taken")
+    __slots__ = ("_outputs", "_slots", "_taken", "_values", "before", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
