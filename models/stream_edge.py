@@ -209,6 +209,11 @@ def segment_machine(
     def recorded(s: Any, p: Mapping[str, Any]) -> tuple[Any, ...]:
         return (out("recorded", event=p["event"]),)
 
+    def forget(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
+        # A dead handle accepts nothing, so its flags no longer matter; the
+        # recorder keeps the values. Clearing them keeps the models small.
+        return dict.fromkeys(names, False)
+
     return Machine(
         name or ("stream_edge_segment_raises" if raise_on_invalid else "stream_edge_segment"),
         doc="One segment of one edge: once-only events, dropped when retired or closed.",
@@ -243,8 +248,8 @@ def segment_machine(
                 emit=recorded,
                 name="record",
             ),
-            Transition("live", "retire", "retired", name="retire"),
-            Transition("live", "close", "closed", name="close"),
+            Transition("live", "retire", "retired", effect=forget, name="retire"),
+            Transition("live", "close", "closed", effect=forget, name="close"),
         ],
     )
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from .diagram import add_parser as add_diagram_parser
 from .errors import StatecoreError
 from .explore import HOLDS, VIOLATED, Progress, Report, explore
 from .registry import Target, bundled, resolve
@@ -29,6 +30,7 @@ examples:
   statecore check --variants             every known-bug variant must be caught
   statecore check mypkg.lifecycle:SYSTEM --json
   statecore replay traces/x.itf.json     re-run a saved counterexample
+  statecore diagram chunk_transfer -f png -o docs/ct.png --trace traces/x.itf.json
 
 exit codes: 0 all hold, 1 violated/vacuous/incomplete, 2 usage or definition error
 """
@@ -103,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p_replay.add_argument("trace", type=Path, metavar="TRACE")
     p_replay.add_argument("--target", default=None, help="target (default: from the trace)")
     p_replay.set_defaults(func=_cmd_replay)
+    add_diagram_parser(sub)
     return parser
 
 

@@ -38,7 +38,7 @@ from statecore.diagram import (
 )
 from statecore.explore import VIOLATED, explore
 from statecore.registry import machine_system, resolve
-from statecore.system import ActionLabel, System
+from statecore.system import Action, ActionLabel, Component, System, Tx
 from statecore.trace import Trace, TraceStep
 
 HAS_DOT = shutil.which("dot") is not None
@@ -218,7 +218,7 @@ def nasty_machine() -> Machine:
 def test_mermaid_escapes_what_it_cannot_take() -> None:
     machine = nasty_machine()
     for loops in ("inside", "edges"):
-        text = to_mermaid(machine, self_loops=loops)  # type: ignore[arg-type]
+        text = to_mermaid(machine, self_loops=loops)
         for line in text.splitlines():
             if " : " in line:
                 bare = re.sub(r"#\w+;", "", line.split(" : ", 1)[1])
@@ -251,7 +251,7 @@ def test_dot_quotes_labels() -> None:
 @needs_dot
 def test_dot_with_nasty_labels_renders() -> None:
     for loops in ("inside", "edges"):
-        svg = render(to_dot(nasty_machine(), self_loops=loops), "svg")  # type: ignore[arg-type]
+        svg = render(to_dot(nasty_machine(), self_loops=loops), "svg")
         root = ET.fromstring(svg)
         assert root.tag.endswith("svg")
         texts = "".join(root.itertext())
@@ -392,6 +392,29 @@ def test_highlight_from_another_machine_is_refused() -> None:
         to_dot(toggle_system().components[0].machine, highlight=highlight)
 
 
+def test_nondeterministic_action_is_refused() -> None:
+    machine = toggle_system().components[0].machine
+    calls = iter(range(100))
+
+    def spawn_it(tx: Tx) -> None:
+        tx.spawn("toggle", "it")
+
+    def flip_on_even_calls(tx: Any) -> None:
+        if next(calls) % 2 == 0:
+            tx.fire(("toggle", "it"), "flip")
+
+    system = System(
+        "flaky",
+        components=[Component("toggle", machine, ("it",))],
+        actions=[Action("flip", "env", flip_on_even_calls)],
+        init=spawn_it,
+    )
+    state = system.init_states()[0]
+    trace = Trace("flaky", (TraceStep(None, "", state), TraceStep(ActionLabel("flip"), "", state)))
+    with pytest.raises(DiagramError, match="did not replay the same way twice at step 1"):
+        trace_overlay(system, trace)
+
+
 def test_trace_that_does_not_replay_is_refused() -> None:
     other = resolve("chunk_transfer")[1]
     bad = Trace(
@@ -432,8 +455,8 @@ def test_overlay_matches_stepping_the_machine(case: tuple[Machine, list[Any]]) -
     text = to_dot(machine, highlight=highlight, self_loops="edges")
     drawn: list[int] = []
     for _, _, attrs in dot_edges(text):
-        label = re.sub(r"<[^>]+>", "\n", attrs.get("label", ""))
-        for line in label.replace("\\n", "\n").splitlines():
+        lines = re.sub(r"<[^>]+>", "\n", attrs.get("label", "")).replace("\\n", "\n")
+        for line in lines.splitlines():
             drawn += leading_steps(line)
     assert sorted(drawn) == [n for n, *_ in expected]
 
@@ -524,7 +547,7 @@ def test_render_svg_and_png() -> None:
 
 
 def test_render_without_dot_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dg.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(GraphvizNotFoundError, match="apt-get install -y graphviz"):
         render(to_dot(SENDER), "svg")
 
@@ -617,7 +640,7 @@ def test_cli_several_svgs(tmp_path: Path) -> None:
 
 
 def test_cli_without_dot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(dg.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(GraphvizNotFoundError, match="apt-get install -y graphviz"):
         cli("chunk_transfer", "--machine", "sender", "--format", "png", "-o", str(tmp_path / "x"))
 

@@ -1,0 +1,189 @@
+"""Adapters: bindings from a system's actions to a real implementation.
+
+The fuzz interpreter advances the model and an adapter in lockstep. After
+every step it compares what the implementation shows (`Adapter.observe`)
+with what the model predicts for the same moment (`Adapter.expect`); any
+difference is a finding - the model or the implementation is wrong.
+
+An adapter owns the implementation's callbacks (a processor, a connector's
+``put``). When the real code runs a call that the model splits into several
+steps, the adapter runs it on a worker thread that parks at each callback
+(see `Baton`), so the interpreter can take other actions - a cancel, a
+cleanup, a new request re-using the id - while the call is suspended.
+
+This module is standard library only: adapters for real implementations
+live next to the models and import their heavy dependencies themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import StatecoreError
+from .system import StateView, System, SystemState, SystemStep
+
+
+class AdapterError(StatecoreError):
+    """An adapter cannot run: not installed, misconfigured, or out of sync."""
+
+
+class Deadlock(StatecoreError):
+    """A call neither reached a callback nor returned within the baton's timeout."""
+
+
+class Adapter:
+    """Base class of adapters; override `apply`, `observe` and `expect`.
+
+    `known` maps property ids the implementation is known to violate to the
+    reason: such violations are reported on every run but do not fail it
+    alone (``--no-known`` makes them fail).
+    """
+
+    name: str = ""
+    known: Mapping[str, str] = {}
+
+    def setup(self, system: System) -> None:
+        """Build a fresh implementation (called before every example)."""
+
+    def apply(self, step: SystemStep, before: SystemState) -> None:
+        """Perform `step` (taken by the model from `before`) on the implementation."""
+        raise NotImplementedError
+
+    def observe(self) -> Hashable:
+        """What the implementation shows now, in the same shape as `expect`."""
+        return None
+
+    def expect(self, view: StateView) -> Hashable:
+        """What the model predicts the implementation shows in `view`'s state."""
+        return None
+
+    def teardown(self) -> None:
+        """Release the implementation (called after every example, even a failing one)."""
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """A named adapter: which target it fits, how to build it, how to install it."""
+
+    name: str
+    target: str
+    factory: str  # "package.module:callable" returning an Adapter
+    install: str = ""
+    doc: str = ""
+    known: Mapping[str, str] = field(default_factory=dict)
+
+    def load(self) -> Callable[[], Adapter]:
+        """Import the factory; an ImportError becomes an AdapterError with the fix."""
+        import importlib
+
+        module_name, _, attr = self.factory.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            hint = f"; install it with: {self.install}" if self.install else ""
+            raise AdapterError(
+                f"adapter {self.name!r} is not installed ({exc}){hint}"
+            ) from exc
+        factory: Callable[[], Adapter] = getattr(module, attr)
+        return factory
+
+
+class Baton:
+    """Run a call on a worker thread that parks at callbacks; one thread runs at a time.
+
+    ``baton.start(fn)`` runs ``fn`` on a worker until it calls
+    ``baton.park(point)`` (from inside a callback) or returns; control then
+    comes back to the caller of `start`, which learns where the worker
+    stopped. ``baton.resume(value)`` lets the parked callback return `value`
+    (or raise it, if it is an exception) and again waits until the worker
+    parks or finishes. Exactly one of the two threads runs at any time, so
+    the interleaving is deterministic. A worker that neither parks nor
+    finishes within `timeout` seconds raises `Deadlock`.
+    """
+
+    def __init__(self, timeout: float = 10.0) -> None:
+        self.timeout = timeout
+        self._cond = threading.Condition()
+        self._turn = "main"
+        self._point: str | None = None
+        self._reply: Any = None
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._done = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def parked_at(self) -> str | None:
+        """The callback point the worker is parked at, or None if it finished."""
+        return None if self._done else self._point
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call is in progress (parked at a callback)."""
+        return not self._done
+
+    def start(self, fn: Callable[[], Any]) -> str | None:
+        """Run `fn` on a worker; return the point it parked at, or None if it returned."""
+        if not self._done:
+            raise AdapterError(f"baton: a call is still parked at {self._point!r}")
+        self._done = False
+        self._point = None
+        self._error = None
+        self._result = None
+
+        def work() -> None:
+            try:
+                self._result = fn()
+            except BaseException as exc:  # handed to the main thread by result()
+                self._error = exc
+            with self._cond:
+                self._done = True
+                self._turn = "main"
+                self._cond.notify_all()
+
+        with self._cond:
+            self._turn = "worker"
+            self._thread = threading.Thread(target=work, daemon=True, name="statecore-baton")
+            self._thread.start()
+            self._wait_for("main")
+        return self.parked_at
+
+    def park(self, point: str) -> Any:
+        """Called on the worker: hand control to the main thread until resumed."""
+        with self._cond:
+            self._point = point
+            self._turn = "main"
+            self._cond.notify_all()
+            self._wait_for("worker")
+            reply = self._reply
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def resume(self, reply: Any = None) -> str | None:
+        """Let the parked callback return `reply` (or raise it); wait as in `start`."""
+        if self._done:
+            raise AdapterError("baton: no call is parked")
+        with self._cond:
+            self._reply = reply
+            self._turn = "worker"
+            self._cond.notify_all()
+            self._wait_for("main")
+        return self.parked_at
+
+    def result(self) -> Any:
+        """The finished call's return value; re-raises what it raised."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._result
+
+    def _wait_for(self, whose: str) -> None:
+        if not self._cond.wait_for(lambda: self._turn == whose, timeout=self.timeout):
+            raise Deadlock(
+                f"baton: the {'worker' if whose == 'main' else 'main thread'} did not "
+                f"hand over control within {self.timeout:g}s (parked at {self._point!r})"
+            )

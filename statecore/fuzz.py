@@ -1,0 +1,376 @@
+"""Stateful fuzzing: Hypothesis tests generated from a `System`, run against an adapter.
+
+`state_machine(system, adapter_factory)` builds a Hypothesis
+``RuleBasedStateMachine`` with one rule per action kind. A rule runs only
+where the model enables its action (its precondition), and draws one of the
+enabled argument combinations. Every step is taken by the model (the pure
+`System.next_step`) and by the adapter on the real implementation, in
+lockstep; after it the interpreter checks:
+
+* conformance - `Adapter.observe()` equals `Adapter.expect(view)`;
+* the ``always`` properties and the trace monitors.
+
+At teardown the internal actions are drained (the save thread finishes its
+queue, the consumer reads what was put), then the ``eventually`` properties
+and hot monitor states are judged at the quiescent state reached.
+
+Two search aids on top of Hypothesis' own: *swarm testing* (each example
+disables a random subset of the environment's action kinds, so rare
+combinations get room) and *steering* (``hypothesis.target`` rewards examples
+that take model transitions no earlier example took).
+
+A finding is raised as `Finding` (an ``AssertionError``), so Hypothesis
+shrinks it to a shortest example; `fuzz()` then returns the shrunk trace.
+Violations of properties the adapter declares *known* are recorded but do
+not fail an example.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings, target
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from .adapter import Adapter
+from .errors import StatecoreError
+from .properties import (
+    EMPTY_MONITOR,
+    MonitorState,
+    MonitorViolation,
+    Property,
+    advance_monitor,
+    pending_hot,
+)
+from .system import System, SystemState, SystemStep
+from .trace import Trace, TraceStep
+
+CONFORMANCE = "conformance"
+CRASH = "crash"
+DRAIN_LIMIT = 500
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "dev": {"max_examples": 200, "stateful_step_count": 40},
+    "ci": {"max_examples": 100, "stateful_step_count": 30, "derandomize": False},
+}
+
+
+class Finding(AssertionError):
+    """A property violation, a conformance mismatch or a crash, with its trace."""
+
+    def __init__(self, kind: str, property_id: str, detail: str, trace: Trace) -> None:
+        self.kind = kind
+        self.property_id = property_id
+        self.detail = detail
+        self.trace = trace
+        super().__init__(f"{property_id}: {detail}")
+
+
+@dataclass
+class _Stats:
+    """What all examples of one run saw: coverage, known findings, counts."""
+
+    taken: Counter[tuple[str, str]] = field(default_factory=Counter)
+    known: dict[str, Trace] = field(default_factory=dict)
+    examples: int = 0
+    steps: int = 0
+    adapter: str = ""
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def state_machine(
+    system: System,
+    adapter_factory: Callable[[], Adapter],
+    *,
+    known: Mapping[str, str] | None = None,
+    swarm: bool = True,
+    stats: _Stats | None = None,
+) -> type[RuleBasedStateMachine]:
+    """A Hypothesis state machine that fuzzes `adapter_factory()` against `system`.
+
+    `known` maps property ids to reasons (default: the adapter's own
+    `Adapter.known`); their violations are recorded, not raised.
+    """
+    record = stats if stats is not None else _Stats()
+    monitors = tuple(p for p in system.properties if p.kind == "monitor")
+    always_props = tuple(p for p in system.properties if p.kind == "always")
+    eventually_props = tuple(p for p in system.properties if p.kind == "eventually")
+    environment = tuple(a.name for a in system.actions if not a.internal)
+
+    class Fuzz(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.adapter = adapter_factory()
+            self.known = dict(self.adapter.known if known is None else known)
+            self.adapter.setup(system)
+            self.state: SystemState = system.init_states()[0]
+            self.monitor_states: tuple[MonitorState, ...] = tuple(
+                EMPTY_MONITOR for _ in monitors
+            )
+            self.steps: list[TraceStep] = [TraceStep(None, "", self.state)]
+            self.disabled: frozenset[str] = frozenset()
+            self.covered: set[tuple[str, str]] = set()
+            self.failed = False
+            self._cache: tuple[SystemState, list[SystemStep]] | None = None
+            record.examples += 1
+            record.adapter = self.adapter.name
+            record.reasons = dict(self.known)
+            self._check_conformance()
+
+        # -- model queries ---------------------------------------------------
+
+        def enabled(self, action: str | None = None) -> list[SystemStep]:
+            if self._cache is None or self._cache[0] is not self.state:
+                self._cache = (self.state, system.successors(self.state))
+            steps = self._cache[1]
+            if action is None:
+                return steps
+            return [s for s in steps if s.action.name == action]
+
+        # -- one step ----------------------------------------------------------
+
+        def take(self, step_: SystemStep) -> None:
+            before = self.state
+            self.state = step_.state
+            self.steps.append(TraceStep(step_.action, step_.actor, step_.state, step_.outputs))
+            record.steps += 1
+            for taken in step_.taken:
+                self.covered.add((taken.component, taken.transition))
+                record.taken[(taken.component, taken.transition)] += 1
+            try:
+                self.adapter.apply(step_, before)
+            except Finding:
+                raise
+            except Exception as exc:  # the implementation (or its binding) crashed
+                self._finding(CRASH, CRASH, f"{type(exc).__name__}: {exc}")
+            self._advance_monitors(step_)
+            self._check_conformance()
+            self._check_always()
+
+        def _advance_monitors(self, step_: SystemStep) -> None:
+            states: list[MonitorState] = []
+            for prop, current in zip(monitors, self.monitor_states):
+                try:
+                    states.append(advance_monitor(prop, current, step_.outputs))
+                except MonitorViolation as exc:
+                    self._violation(prop, str(exc))
+                    states.append(current)
+            self.monitor_states = tuple(states)
+
+        def _check_conformance(self) -> None:
+            observed = self.adapter.observe()
+            expected = self.adapter.expect(system.view(self.state))
+            if observed != expected:
+                self._finding(
+                    CONFORMANCE,
+                    CONFORMANCE,
+                    f"the implementation shows {observed!r} where the model predicts "
+                    f"{expected!r}",
+                )
+
+        def _check_always(self) -> None:
+            view = system.view(self.state)
+            for prop in always_props:
+                assert prop.predicate is not None
+                if prop.when is not None and not prop.when(view):
+                    continue
+                if not prop.predicate(view):
+                    self._violation(prop, "the invariant is false in the last state")
+
+        def _violation(self, prop: Property, detail: str) -> None:
+            if prop.id in self.known:
+                record.known.setdefault(prop.id, self._trace(prop.id, detail))
+                return
+            self._finding("property", prop.id, detail)
+
+        def _finding(self, kind: str, property_id: str, detail: str) -> None:
+            self.failed = True
+            raise Finding(kind, property_id, detail, self._trace(property_id, detail))
+
+        def _trace(self, property_id: str, detail: str) -> Trace:
+            return Trace(system.name, tuple(self.steps), property_id, "violated", detail)
+
+        # -- swarm and teardown ------------------------------------------------
+
+        @initialize(data=st.data())
+        def choose_swarm(self, data: st.DataObject) -> None:
+            if swarm and len(environment) > 1:
+                off = data.draw(
+                    st.sets(st.sampled_from(environment), max_size=len(environment) - 1),
+                    label="swarm: disabled actions",
+                )
+                self.disabled = frozenset(off)
+
+        def teardown(self) -> None:
+            try:
+                if not self.failed:
+                    self._drain()
+                    self._check_quiescent()
+            finally:
+                novelty = sum(1 for t in self.covered if record.taken[t] <= 1)
+                target(float(len(self.covered) + 10 * novelty), label="model transitions")
+                self.adapter.teardown()
+
+        def _drain(self) -> None:
+            for _ in range(DRAIN_LIMIT):
+                internal = [s for s in self.enabled() if s.internal]
+                if not internal:
+                    return
+                self.take(internal[0])
+            self._finding(
+                "livelock",
+                "livelock",
+                f"internal actions still enabled after {DRAIN_LIMIT} drain steps",
+            )
+
+        def _check_quiescent(self) -> None:
+            view = system.view(self.state)
+            for prop in eventually_props:
+                assert prop.predicate is not None
+                if not prop.predicate(view):
+                    self._violation(prop, "false at the quiescent state after draining")
+            for prop, current in zip(monitors, self.monitor_states):
+                pending = pending_hot(prop, current)
+                if pending:
+                    key, hot = sorted(pending, key=repr)[0]
+                    self._violation(prop, f"monitor for {key!r} left in hot state {hot!r}")
+
+    for action in system.actions:
+        _add_rule(Fuzz, action.name)
+    Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
+    return Fuzz
+
+
+def _add_rule(cls: type[RuleBasedStateMachine], name: str) -> None:
+    def enabled(self: Any) -> bool:
+        return name not in self.disabled and bool(self.enabled(name))
+
+    def run(self: Any, data: st.DataObject) -> None:
+        options = self.enabled(name)
+        self.take(data.draw(st.sampled_from(options), label=name))
+
+    run.__name__ = name
+    setattr(cls, name, precondition(enabled)(rule(data=st.data())(run)))
+
+
+# -- running under a budget ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FuzzReport:
+    """The outcome of `fuzz`: a finding (shrunk) or none, with coverage and counts."""
+
+    system: System
+    adapter: str
+    finding: Finding | None
+    known: dict[str, Trace]
+    known_reasons: Mapping[str, str]
+    examples: int
+    steps: int
+    seconds: float
+    taken: dict[tuple[str, str], int]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing but known findings turned up."""
+        return self.finding is None
+
+    @property
+    def steps_per_second(self) -> float:
+        """Model-and-implementation steps per second."""
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def coverage(self) -> list[tuple[str, str, int, int, list[str]]]:
+        """Per component: (component, machine, taken, total, never-taken names)."""
+        rows = []
+        for comp in self.system.components:
+            names = [t.name for t in comp.machine.transitions]
+            taken = [n for n in names if self.taken.get((comp.name, n))]
+            never = [n for n in names if n not in taken]
+            rows.append((comp.name, comp.machine.name, len(taken), len(names), never))
+        return rows
+
+
+def fuzz(
+    system: System,
+    adapter_factory: Callable[[], Adapter],
+    *,
+    budget: float | None = None,
+    max_examples: int | None = None,
+    seed: int | None = None,
+    profile: str = "ci",
+    known: Mapping[str, str] | None = None,
+    swarm: bool = True,
+    batch: int = 50,
+) -> FuzzReport:
+    """Fuzz until a finding, `max_examples` examples, or `budget` seconds.
+
+    With a budget the search runs in batches of `batch` examples, each with
+    its own seed (derived from `seed`), until time runs out; each batch
+    shrinks its own finding. The report carries the shrunk finding.
+    """
+    if profile not in PROFILES:
+        raise StatecoreError(f"unknown profile {profile!r}; profiles are {sorted(PROFILES)}")
+    stats = _Stats()
+    machine = state_machine(system, adapter_factory, known=known, swarm=swarm, stats=stats)
+    base = dict(PROFILES[profile])
+    started = time.perf_counter()
+    finding: Finding | None = None
+    round_ = 0
+    remaining = max_examples if max_examples is not None else None
+    while True:
+        examples = batch if remaining is None else min(batch, remaining)
+        config = settings(
+            max_examples=examples,
+            stateful_step_count=base["stateful_step_count"],
+            deadline=None,
+            database=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            phases=[Phase.generate, Phase.target, Phase.shrink, Phase.explain],
+            report_multiple_bugs=False,
+        )
+        seeded = hypothesis_seed((seed or 0) * 1_000_003 + round_)(machine)
+        try:
+            run_state_machine_as_test(seeded, settings=config)  # type: ignore[no-untyped-call]
+        except Finding as exc:
+            finding = exc
+            break
+        except Flaky as exc:
+            raise StatecoreError(
+                f"fuzzing {system.name!r}: the implementation is not deterministic under "
+                f"replay ({exc}); an adapter must reset everything in setup()"
+            ) from exc
+        round_ += 1
+        if remaining is not None:
+            remaining -= examples
+            if remaining <= 0:
+                break
+        if budget is not None and time.perf_counter() - started >= budget:
+            break
+        if budget is None and remaining is None:
+            break
+    return FuzzReport(
+        system,
+        stats.adapter,
+        finding,
+        dict(stats.known),
+        dict(stats.reasons),
+        stats.examples,
+        stats.steps,
+        time.perf_counter() - started,
+        dict(stats.taken),
+    )
