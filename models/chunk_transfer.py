@@ -21,7 +21,8 @@ Actors and their actions:
   raises), after which the task's ``finally`` runs;
 * consumer (internal) - ``receive`` (takes the next put from the connector).
 
-Simplifications: one normal chunk and one terminal per request; segments are
+Simplifications: a bounded number of normal chunks (`chunks`) and one
+terminal per request; segments are
 the `segment` model's business; connector keys are not modelled (each put is
 tagged with the request generation that produced it); ``num_puts`` and
 shared-memory cleanup are left out; the ``requests_num_chunks_sent``
@@ -56,6 +57,7 @@ class ChunkTransferConfig:
     name: str = "chunk_transfer"
     ids: int = 1
     generations: int = 2
+    chunks: int = 1  # normal chunks per request before its terminal
     # cleanup_sender defers while a terminal is queued (fixed by vllm-omni #6670).
     defer_cleanup: bool = True
     # A put that returns False is recorded with record_send_failure (vllm-omni #4855).
@@ -84,7 +86,7 @@ RELEASED_0_30_0 = ChunkTransferConfig(
 )
 
 
-def request_machine() -> Machine:
+def request_machine(chunks: int = 1) -> Machine:
     """The scheduler-side request: what it has saved, and whether it is over."""
     return Machine(
         "request",
@@ -94,15 +96,15 @@ def request_machine() -> Machine:
             State("terminal_saved", doc="save_async accepted its terminal"),
             State("aborted", final=True, doc="finish_requests ran"),
         ],
-        variables=[Var("chunks", range(2), 0)],
+        variables=[Var("chunks", range(chunks + 1), 0)],
         events=[Event("chunk"), Event("terminal"), Event("abort", policy="ignore")],
         transitions=[
             Transition(
                 "running",
                 "chunk",
                 None,
-                guard=lambda s, p: s.chunks < 1,
-                guard_label="chunks < 1",
+                guard=lambda s, p: s.chunks < chunks,
+                guard_label=f"chunks < {chunks}",
                 effect=lambda s, p: {"chunks": s.chunks + 1},
                 effect_label="chunks += 1",
             ),
@@ -252,7 +254,9 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         config.name,
         doc=__doc__ or "",
         components=[
-            Component("request", request_machine(), ext, max_generations=config.generations),
+            Component(
+                "request", request_machine(config.chunks), ext, max_generations=config.generations
+            ),
             Component("sender", sender, ext, max_generations=config.generations),
         ],
         globals=[
@@ -396,3 +400,12 @@ TARGETS: tuple[Target, ...] = (
         doc="0.30.0: a reused external id joins the old sender generation",
     ),
 )
+
+
+FUZZ_CONFIG = ChunkTransferConfig(name="chunk_transfer", ids=2, generations=4, chunks=3)
+"""Wider bounds for fuzzing: exhaustive search stops being cheap here, sampling does not."""
+
+
+def fuzz_system(config: ChunkTransferConfig = FUZZ_CONFIG) -> System:
+    """The chunk-transfer system at fuzzing bounds (same behaviour, longer runs)."""
+    return build(config)

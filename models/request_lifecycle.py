@@ -22,10 +22,10 @@ Actors and their actions:
 * entrypoint (internal) - ``cleanup``: ``_log_summary_and_cleanup`` once the
   request is over (AsyncOmni's ``finally``, sync Omni's finished output);
 * runtime - ``open_segment``: the runtime establishes identity and starts or
-  advances an edge's segment before dispatch (``start_segment``); the
-  producer serving that request instance retains the handle;
-* producer - ``record``: an observation through a retained handle, possibly
-  long after its segment retired or its request was removed;
+  advances an edge's segment before dispatch (``start_segment``);
+* producer - ``record``: an observation through a segment handle the
+  recorder handed out, which a producer may retain long after its segment
+  retired or its request was removed;
 * orchestrator - ``deliver``: an observation arriving by key through the
   transport, carrying the request instance that made it.
 
@@ -157,20 +157,20 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         tx.require(snap is not None and snap.state in RUNNING)
         cur = _current(tx, request, edge)
         tx.require(cur is None or segment >= cur[0], "the runtime only moves forward")
-        handle = _start_segment(tx, request, edge, segment)
-        tx.require(handle is not None)
-        tx.set("retained", tx.get("retained") | {(request, edge, segment, handle)})
+        tx.require(_start_segment(tx, request, edge, segment) is not None)
 
     def record(
         tx: Tx, ext: Hashable, instance: int, edge: str, segment: int, event: str, elapsed: float
     ) -> None:
+        # Producers may keep every segment handle the recorder handed out.
+        handle = Handle("segment", (ext, edge, segment), 0)
         found = [
-            (request, handle)
-            for request, e, s, handle in tx.get("retained")
-            if request.key == ext and request.generation == instance and (e, s) == (edge, segment)
+            (h, r)
+            for h, r in tx.get("owner")
+            if h.key == handle.key and h.component == "segment" and r.generation == instance
         ]
-        tx.require(found, "no retained handle")
-        request, handle = found[0]
+        tx.require(found, "no such handle was handed out")
+        handle, request = found[0]
         target: Handle | tuple[str, Hashable] = (
             handle if config.isolate_instances else ("segment", handle.key)
         )
@@ -364,7 +364,6 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         globals=[
             Global("state_objects", frozenset(), doc="(request, kind of state object)"),
             Global("owner", frozenset(), doc="(recorder/edge/segment handle, its request)"),
-            Global("retained", frozenset(), doc="(request, edge, segment, handle) kept"),
             Global("removed", frozenset(), doc="(request, removal path)"),
             Global("cleaned", frozenset(), doc="requests canonical cleanup ran for"),
             Global("republished", frozenset(), doc="cleanups that popped and republished"),
@@ -425,20 +424,6 @@ def variant_reuse_joins() -> System:
     """Seed 004 revision 3: handles and envelopes resolve by external id only."""
     return build(
         RequestLifecycleConfig(name="request_lifecycle_reuse_joins", isolate_instances=False)
-    )
-
-
-def pr_head() -> System:
-    """The PR head 9323594 as reviewed: every finding at once."""
-    return build(
-        RequestLifecycleConfig(
-            name="request_lifecycle_pr_head",
-            abort_releases=False,
-            raise_on_invalid=True,
-            guarded_release=False,
-            late_start_raises=True,
-            isolate_instances=False,
-        )
     )
 
 

@@ -47,6 +47,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from statecore import Event, Field, Machine, State, Transition, Var, out
+from statecore.registry import Target
+from statecore.system import Action, Component, Global, Handle, System, Tx
 
 # The four first-payload boundaries of one directed edge, in stream order:
 # the producer stage emits its first payload, the connector completes its
@@ -262,3 +264,170 @@ SEGMENT_RAISES = segment_machine(raise_on_invalid=True)
 
 STREAM_EDGE_MACHINES: tuple[Machine, ...] = (RECORDER, EDGE, SEGMENT)
 """The reference machines (the symbolic check must report nothing on them)."""
+
+
+# -- the recorder alone, as a system ------------------------------------------
+
+ELAPSED: tuple[float, ...] = (12.5, math.nan, -1.0, math.inf)
+
+
+def build(
+    *,
+    edges: tuple[str, ...] = ("e01", "e12"),
+    segments: int = 2,
+    events: tuple[str, ...] = MODEL_EVENTS,
+    elapsed: tuple[float, ...] = ELAPSED,
+    start_per_message: bool = False,
+    name: str = "",
+) -> System:
+    """One recorder with its edges and segments, driven by runtime, producers and transport.
+
+    Actions: ``start_segment`` (the runtime, forward only), ``record``
+    (through a handle the recorder handed out), ``deliver`` (arriving
+    telemetry routed by key) and ``close`` (canonical cleanup). With
+    `start_per_message` the transport handler calls ``start_segment(key)``
+    for each message, as the review supposed the PR's API would be used.
+    """
+    from statecore.spec.stream_edge import properties
+
+    segment_keys = [(e, s) for e in edges for s in range(segments)]
+
+    def current(tx: Tx, edge: str) -> tuple[int, Handle] | None:
+        for segment in range(segments):
+            handle = tx.handle("segment", (edge, segment))
+            snap = tx.snapshot(handle) if handle is not None else None
+            if handle is not None and snap is not None and snap.state == "live":
+                return segment, handle
+        return None
+
+    def start(tx: Tx, edge: str, segment: int) -> Handle | None:
+        edge_handle = tx.handle("edge", edge)
+        if edge_handle is None:
+            if not tx.fire(("recorder", "it"), "open_edge").accepted:
+                return None
+            edge_handle = tx.spawn("edge", edge)
+        cur = current(tx, edge)
+        order = segment_order(segment, None if cur is None else cur[0])
+        if not tx.fire(edge_handle, "start_segment", order=order).accepted:
+            return None
+        if order == "same":
+            assert cur is not None
+            return cur[1]
+        if cur is not None:
+            tx.fire(cur[1], "retire")
+        return tx.spawn("segment", (edge, segment))
+
+    def write(tx: Tx, handle: Handle, edge: str, segment: int, event: str, value: float) -> None:
+        outcome = tx.fire(handle, "record", event=event, elapsed_ms=value)
+        if not outcome.accepted:
+            return
+        tx.set("recorded", tx.get("recorded") | {(edge, segment, event)})
+        cur = current(tx, edge)
+        breaches = set()
+        if cur is None or cur[0] != segment:
+            breaches.add("fence")
+        recorder = tx.snapshot(("recorder", "it"))
+        if recorder is not None and recorder.state == "closed":
+            breaches.add("closed")
+        if breaches:
+            tx.set("breaches", tx.get("breaches") | breaches)
+
+    def start_segment(tx: Tx, edge: str, segment: int) -> None:
+        cur = current(tx, edge)
+        tx.require(cur is None or segment >= cur[0], "the runtime only moves forward")
+        tx.require(start(tx, edge, segment) is not None)
+
+    def record(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
+        handle = tx.handle("segment", (edge, segment))
+        tx.require(handle is not None, "no such handle was handed out")
+        assert handle is not None
+        write(tx, handle, edge, segment, event, elapsed)
+
+    def deliver(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
+        before = current(tx, edge)
+        if start_per_message:
+            handle = start(tx, edge, segment)
+            after = current(tx, edge)
+            if before is not None and after is not None and after[0] > before[0]:
+                tx.set("breaches", tx.get("breaches") | {"advance"})
+            if handle is not None:
+                write(tx, handle, edge, segment, event, elapsed)
+            return
+        edge_handle = tx.handle("edge", edge)
+        if edge_handle is None:
+            return  # telemetry never opens an edge
+        order = segment_order(segment, None if before is None else before[0])
+        if tx.fire(edge_handle, "observe", order=order).accepted:
+            assert before is not None
+            write(tx, before[1], edge, segment, event, elapsed)
+
+    def close(tx: Tx) -> None:
+        tx.require(tx.fire(("recorder", "it"), "close").accepted)
+        for edge in edges:
+            if tx.live(("edge", edge)):
+                tx.fire(("edge", edge), "close")
+        for key in segment_keys:
+            if tx.live(("segment", key)):
+                tx.fire(("segment", key), "close")
+
+    observation = {
+        "edge": edges,
+        "segment": range(segments),
+        "event": events,
+        "elapsed": elapsed,
+    }
+    return System(
+        name or ("stream_edge_start_per_message" if start_per_message else "stream_edge"),
+        doc=__doc__ or "",
+        components=[
+            Component("recorder", recorder_machine(), ("it",)),
+            Component("edge", edge_machine(), edges),
+            Component("segment", segment_machine(events), segment_keys),
+        ],
+        globals=[
+            Global("recorded", frozenset(), doc="(edge, segment, event) recorded so far"),
+            Global("breaches", frozenset(), doc="fence, closed or advance"),
+        ],
+        init=_spawn_recorder,
+        actions=[
+            Action(
+                "start_segment",
+                "runtime",
+                start_segment,
+                {"edge": edges, "segment": range(segments)},
+            ),
+            Action("record", "producer", record, observation),
+            Action("deliver", "orchestrator", deliver, observation),
+            Action("close", "entrypoint", close),
+        ],
+        properties=properties(),
+    )
+
+
+def _spawn_recorder(tx: Tx) -> None:
+    tx.spawn("recorder", "it")
+
+
+STREAM_EDGE = build()
+
+
+def variant_start_per_message() -> System:
+    """Seed 004 point 2: the transport handler calls start_segment(key) per message."""
+    return build(start_per_message=True)
+
+
+_SE = __name__
+
+TARGETS: tuple[Target, ...] = (
+    Target(
+        "stream_edge",
+        f"{_SE}:STREAM_EDGE",
+        doc="one recorder: first write wins per (edge, segment, event); the reference",
+    ),
+    Target(
+        "stream_edge_start_per_message",
+        f"{_SE}:variant_start_per_message",
+        "violates:telemetry_never_advances",
+        doc="seed 004 point 2: arriving telemetry advances segments via start_segment(key)",
+    ),
+)

@@ -5,8 +5,8 @@ once-only stream-edge event recorder owned by ``ClientRequestState``). The
 globals they read are documented on the system:
 
 ``state_objects``  ``(request, kind)`` for every registered request instance
-``owner``          ``(recorder/edge/segment handle, request it belongs to)``
-``retained``       ``(request, edge, segment, segment handle)`` producers keep
+``owner``          ``(recorder/edge/segment handle, request it belongs to)``; a
+                   producer may retain every segment handle handed out
 ``removed``        ``(request, path)``: who popped it, ``cleanup`` or ``abort``
 ``cleaned``        requests canonical cleanup ran for
 ``republished``    requests whose cleanup popped them and republished gauges
@@ -21,13 +21,11 @@ guards below say that each situation a refusal needs is reachable.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-
-from statecore import Event, Machine, State, Transition
 from statecore.properties import Predicate, Property, always, eventually, monitor, sometimes
-from statecore.system import Emitted, Handle, StateView
+from statecore.system import Handle, StateView
 
-ONCE_ONLY = "once_only_events"
+from statecore.spec.stream_edge import ONCE_ONLY, once_only_monitor, route_recorded
+
 RECORD_FAIL_OPEN = "record_fail_open"
 LATE_FAIL_OPEN = "late_observation_fail_open"
 NO_LEAK = "no_leak_after_cleanup"
@@ -73,13 +71,18 @@ def _cleanup_total(v: StateView) -> bool:
     )
 
 
+def retained(v: StateView) -> list[tuple[Handle, Handle]]:
+    """``(segment handle, request)`` for every segment handle handed out."""
+    return [(h, r) for h, r in v.get("owner") if h.component == "segment"]
+
+
 def _retained_past_removal(v: StateView) -> bool:
-    return any(not live(v, r) for r, *_ in v.get("retained"))
+    return any(not live(v, r) for _, r in retained(v))
 
 
 def _stale_handle_retained(v: StateView) -> bool:
     """A producer holds a handle of an older instance while a newer one is registered."""
-    for request, *_ in v.get("retained"):
+    for _, request in retained(v):
         slot = v.slot("request", request.key)
         if slot.snapshot is not None and slot.generation > request.generation:
             return True
@@ -92,7 +95,7 @@ def _retained_states(v: StateView, *, recorded: bool = False) -> set[str]:
     With `recorded`, only live segments with some event already recorded.
     """
     found: set[str] = set()
-    for *_, handle in v.get("retained"):
+    for handle, _ in retained(v):
         if live(v, handle):
             snap = v.slot(handle.component, handle.key).snapshot
             assert snap is not None
@@ -108,30 +111,14 @@ def _no_crash_at(site: str) -> Predicate:
     return pred
 
 
-def _once_monitor() -> Machine:
-    return Machine(
-        "once_only",
-        doc="One (segment instance, event): at most one accepted write.",
-        states=[State("unset", initial=True), State("set", final=True)],
-        events=[Event("recorded", policy="reject")],
-        transitions=[Transition("unset", "recorded", "set")],
-    )
-
-
-def _route_recorded(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
-    if emitted.output.name != "recorded" or emitted.source is None:
-        return None
-    return (emitted.source, emitted.output.get("event")), "recorded", {}
-
-
 def properties() -> tuple[Property, ...]:
     """The request-lifecycle properties, in the order reports list them."""
     return (
         monitor(
             ONCE_ONLY,
             "Each event of each segment instance is recorded at most once: the first write wins.",
-            _once_monitor(),
-            _route_recorded,
+            once_only_monitor(),
+            route_recorded,
             source=f"{SOURCE}: 'typed, once-only event recording'",
         ),
         always(

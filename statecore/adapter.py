@@ -84,9 +84,7 @@ class AdapterSpec:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             hint = f"; install it with: {self.install}" if self.install else ""
-            raise AdapterError(
-                f"adapter {self.name!r} is not installed ({exc}){hint}"
-            ) from exc
+            raise AdapterError(f"adapter {self.name!r} is not installed ({exc}){hint}") from exc
         factory: Callable[[], Adapter] = getattr(module, attr)
         return factory
 

@@ -132,6 +132,9 @@ class ActionLabel(NamedTuple):
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
         return f"{self.name}({inner})"
 
+    def __repr__(self) -> str:
+        return str(self)
+
 
 class Emitted(NamedTuple):
     """An output and who emitted it (a handle, or None for the action itself)."""
@@ -455,6 +458,10 @@ class System:
                 f"system {self.name!r} has no global {name!r}; globals are "
                 f"{sorted(self._global_index)}"
             ) from None
+
+    def labels(self) -> tuple[ActionLabel, ...]:
+        """Every action with every argument combination, enabled or not."""
+        return tuple(ActionLabel(a.name, args) for a, args, _ in self._attempts)
 
     def slot_keys(self) -> tuple[tuple[str, Hashable], ...]:
         """``(component, key)`` for each slot, in slot order."""
