@@ -283,7 +283,7 @@ def _add_stutter(cls: type[RuleBasedStateMachine]) -> None:
     def stutter(self: Any) -> None:
         pass
 
-    cls.stutter = precondition(stuck)(rule()(stutter))  # type: ignore[attr-defined]
+    cls.stutter = precondition(stuck)(rule()(stutter))
 
 
 # -- running under a budget ------------------------------------------------------
