@@ -10,9 +10,22 @@ from __future__ import annotations
 
 import importlib
 
+from statecore.adapter import AdapterSpec
 from statecore.registry import Target
 
 MODEL_MODULES: tuple[str, ...] = ("chunk_transfer",)
+
+ADAPTERS: tuple[AdapterSpec, ...] = (
+    AdapterSpec(
+        name="vllm-omni",
+        target="chunk_transfer",
+        factory="statecore.models.vllm_omni_adapter:OmniChunkTransferAdapterBinding",
+        system="statecore.models.vllm_omni_adapter:fuzz_system_0_30_0",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0",
+    ),
+)
 
 
 def _gather() -> tuple[Target, ...]:

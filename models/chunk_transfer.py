@@ -373,18 +373,21 @@ TARGETS: tuple[Target, ...] = (
         "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
         "terminal_delivered",
         doc="vLLM-Omni 0.30.0 as released (see docs/findings.md)",
+        family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_6670",
         f"{_CT}:variant_6670",
         "violates:terminal_delivered",
         doc="vllm-omni #6670: cleanup_sender reclaims a generation whose terminal is queued",
+        family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_4855",
         f"{_CT}:variant_4855",
         "violates:no_sender_leak,terminal_delivered",
         doc="vllm-omni #4855: a connector put that returns False is not recorded",
+        family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_seed000_p1",
@@ -392,12 +395,14 @@ TARGETS: tuple[Target, ...] = (
         "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
         "terminal_delivered",
         doc="seed 000 P1: a processor exception skips the empty terminal; failure only logged",
+        family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_reuse_joins",
         f"{_CT}:variant_reuse_joins",
         "violates:terminal_delivered",
         doc="0.30.0: a reused external id joins the old sender generation",
+        family="chunk_transfer",
     ),
 )
 

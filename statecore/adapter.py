@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import StatecoreError
@@ -66,14 +66,20 @@ class Adapter:
 
 @dataclass(frozen=True)
 class AdapterSpec:
-    """A named adapter: which target it fits, how to build it, how to install it."""
+    """A named adapter: which target it fits, how to build it, how to install it.
+
+    `system` (``package.module:callable``) builds the model configuration the
+    implementation must conform to - for a real implementation, usually the
+    model "as released" at wider fuzzing bounds - instead of the target's
+    bundled system.
+    """
 
     name: str
     target: str
     factory: str  # "package.module:callable" returning an Adapter
+    system: str = ""
     install: str = ""
     doc: str = ""
-    known: Mapping[str, str] = field(default_factory=dict)
 
     def load(self) -> Callable[[], Adapter]:
         """Import the factory; an ImportError becomes an AdapterError with the fix."""
@@ -185,3 +191,38 @@ class Baton:
                 f"baton: the {'worker' if whose == 'main' else 'main thread'} did not "
                 f"hand over control within {self.timeout:g}s (parked at {self._point!r})"
             )
+
+
+class SystemAdapter(Adapter):
+    """Run another system (a known-bug variant, say) as the implementation.
+
+    The implementation takes the same actions as the model; where it cannot
+    (an action the variant does not enable) that is a divergence, and
+    `observe`/`expect` compare the globals the two systems share, so any
+    difference in behaviour shows up as a conformance finding.
+    """
+
+    def __init__(self, implementation: System, name: str = "") -> None:
+        self.implementation = implementation
+        self.name = name or f"model:{implementation.name}"
+        self.state: SystemState | None = None
+
+    def setup(self, system: System) -> None:
+        self.state = self.implementation.init_states()[0]
+        self._shared = tuple(
+            g.name
+            for g in self.implementation.globals
+            if g.name in {h.name for h in system.globals}
+        )
+
+    def apply(self, step: SystemStep, before: SystemState) -> None:
+        assert self.state is not None
+        self.state = self.implementation.next_step(self.state, step.action).state
+
+    def observe(self) -> Hashable:
+        assert self.state is not None
+        view = self.implementation.view(self.state)
+        return tuple((name, view.get(name)) for name in self._shared)
+
+    def expect(self, view: StateView) -> Hashable:
+        return tuple((name, view.get(name)) for name in self._shared)

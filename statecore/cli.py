@@ -104,8 +104,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_replay.add_argument("trace", type=Path, metavar="TRACE")
     p_replay.add_argument("--target", default=None, help="target (default: from the trace)")
+    p_replay.add_argument(
+        "--adapter", default=None, help="replay against an implementation through this adapter"
+    )
     p_replay.set_defaults(func=_cmd_replay)
     add_diagram_parser(sub)
+
+    p_fuzz = sub.add_parser(
+        "fuzz",
+        help="fuzz a real implementation against a model (Hypothesis, stateful)",
+        epilog=(
+            "examples:\n  statecore fuzz chunk_transfer --adapter vllm-omni --budget 60\n"
+            "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 "
+            "--max-examples 200 --seed 1\n\n"
+            "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not installed"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_fuzz.add_argument("target", metavar="TARGET")
+    p_fuzz.add_argument("--adapter", required=True, help="adapter name (see statecore list)")
+    budget = p_fuzz.add_mutually_exclusive_group()
+    budget.add_argument("--budget", type=float, default=None, metavar="SECONDS")
+    budget.add_argument("--max-examples", type=int, default=None, metavar="N")
+    p_fuzz.add_argument("--seed", type=int, default=0)
+    p_fuzz.add_argument("--profile", choices=("dev", "ci"), default="ci")
+    p_fuzz.add_argument("--trace-out", type=Path, default=Path("statecore-traces"), metavar="DIR")
+    p_fuzz.add_argument("--json", action="store_true", help="print one JSON report")
+    p_fuzz.add_argument("--no-known", action="store_true", help="known findings fail the run too")
+    p_fuzz.add_argument("--no-swarm", action="store_true", help="no swarm testing")
+    p_fuzz.set_defaults(func=_cmd_fuzz)
     return parser
 
 
@@ -113,13 +140,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from .registry import bundled_adapters
+
     targets = bundled()
+    adapters = bundled_adapters()
     if args.json:
         rows = [{"name": t.name, "kind": t.kind, "expected": t.expected} for t in targets]
-        print(json.dumps({"targets": rows}, indent=2))
+        extra = [{"name": a.name, "target": a.target, "doc": a.doc} for a in adapters]
+        print(json.dumps({"targets": rows, "adapters": extra}, indent=2))
         return 0
     for t in targets:
         print(f"{t.name}\t{t.kind}\t{t.expected}")
+    for a in adapters:
+        print(f"{a.name}\tadapter\t{a.target}")
     return 0
 
 
@@ -310,6 +343,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
     target = args.target or _trace_source(args.trace)
+    if args.adapter:
+        return _replay_adapter(args, target)
     _, system, _ = resolve(target)
     result = replay(system, args.trace)
     if result.trace is not None:
@@ -318,6 +353,113 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not result.reproduced:
         raise TraceFileError(str(args.trace), None, "the trace no longer shows what it recorded")
     return 1 if result.verdict == VIOLATED else 0
+
+
+def _replay_adapter(args: argparse.Namespace, target: str) -> int:
+    from .fuzz import replay_with_adapter
+    from .itf import read_itf
+    from .registry import resolve_adapter
+
+    system, factory, _ = resolve_adapter(target, args.adapter)
+    trace = read_itf(args.trace, system)
+    print(trace.table(system))
+    finding = replay_with_adapter(system, trace, factory, known={})
+    if finding is None:
+        print(f"no finding: {args.adapter} now behaves as the model predicts along this trace")
+        return 0
+    print(f"{finding.kind} {finding.property_id}: {finding.detail}")
+    return 1
+
+
+# -- fuzz ----------------------------------------------------------------------
+
+
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from .fuzz import fuzz
+    from .itf import write_itf
+    from .registry import resolve_adapter
+
+    system, factory, spec = resolve_adapter(args.target, args.adapter)
+    max_examples = args.max_examples
+    if args.budget is None and max_examples is None:
+        max_examples = 100
+    report = fuzz(
+        system,
+        factory,
+        budget=args.budget,
+        max_examples=max_examples,
+        seed=args.seed,
+        profile=args.profile,
+        known={} if args.no_known else None,
+        swarm=not args.no_swarm,
+    )
+    trace_file = None
+    if report.finding is not None:
+        args.trace_out.mkdir(parents=True, exist_ok=True)
+        safe = spec.name.replace(":", "_")
+        trace_file = args.trace_out / f"{system.name}.{safe}.{report.finding.property_id}.itf.json"
+        write_itf(report.finding.trace, system, trace_file)
+    if args.json:
+        print(json.dumps(_fuzz_json(report, spec.name, trace_file), indent=2))
+    else:
+        _print_fuzz(report, spec.name, trace_file)
+    return 0 if report.ok else 1
+
+
+def _fuzz_json(report: Any, adapter: str, trace_file: Path | None) -> dict[str, Any]:
+    finding = report.finding
+    return {
+        "ok": report.ok,
+        "target": report.system.name,
+        "adapter": adapter,
+        "examples": report.examples,
+        "steps": report.steps,
+        "seconds": round(report.seconds, 3),
+        "steps_per_s": round(report.steps_per_second, 1),
+        "finding": None
+        if finding is None
+        else {
+            "kind": finding.kind,
+            "property": finding.property_id,
+            "detail": finding.detail,
+            "actions": [str(a) for a in finding.trace.actions],
+            "trace_file": str(trace_file) if trace_file else None,
+            "replay": f"statecore replay {trace_file} --adapter {adapter}",
+        },
+        "known": {
+            pid: {"reason": report.known_reasons.get(pid, ""), "actions": len(t)}
+            for pid, t in report.known.items()
+        },
+        "coverage": [
+            {"component": c, "machine": m, "taken": k, "total": n, "never": never}
+            for c, m, k, n, never in report.coverage()
+        ],
+    }
+
+
+def _print_fuzz(report: Any, adapter: str, trace_file: Path | None) -> None:
+    head = (
+        f"{report.examples} examples, {report.steps} steps, {report.seconds:.1f}s "
+        f"({report.steps_per_second:,.0f} steps/s)"
+    )
+    if report.finding is None:
+        print(f"{_colour('PASS', '32', sys.stdout)} {report.system.name} / {adapter}: {head}")
+    else:
+        f = report.finding
+        print(f"{_colour('FOUND', '31', sys.stdout)} {report.system.name} / {adapter}: {head}")
+        print(f"  {f.kind} {f.property_id}: {f.detail}")
+        print("\n".join("    " + line for line in f.trace.table(report.system).splitlines()))
+        if trace_file is not None:
+            print(f"  trace: {trace_file}")
+            print(f"  replay: statecore replay {trace_file} --adapter {adapter}")
+            print(f"  diagram: statecore diagram {report.system.name} -f png --trace {trace_file}")
+    for pid, trace in report.known.items():
+        reason = report.known_reasons.get(pid, "")
+        print(f"  known   {pid} ({len(trace)} steps): {reason}")
+    for component, machine, taken, total, never in report.coverage():
+        print(f"  coverage {component} ({machine}): {taken}/{total} transitions taken")
+        for name in never:
+            print(f"    never taken: {name}")
 
 
 def _trace_source(path: Path) -> str:

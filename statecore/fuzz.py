@@ -262,6 +262,33 @@ def state_machine(
     return Fuzz
 
 
+def describe_mismatch(observed: object, expected: object) -> str:
+    """Say where an observation differs from the prediction, naming only what differs.
+
+    Observations made of ``(name, value)`` pairs (or dicts) are compared by
+    name; anything else is shown whole.
+    """
+    obs, exp = _as_pairs(observed), _as_pairs(expected)
+    if obs is None or exp is None:
+        return f"the implementation shows {observed!r} where the model predicts {expected!r}"
+    parts = [
+        f"{name}: implementation {obs.get(name)!r}, model {exp.get(name)!r}"
+        for name in sorted(set(obs) | set(exp), key=str)
+        if obs.get(name) != exp.get(name)
+    ]
+    return "implementation and model differ - " + "; ".join(parts)
+
+
+def _as_pairs(value: object) -> dict[object, object] | None:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple) and all(
+        isinstance(item, tuple) and len(item) == 2 for item in value
+    ):
+        return dict(value)
+    return None
+
+
 def _add_rule(cls: type[RuleBasedStateMachine], name: str) -> None:
     def enabled(self: Any) -> bool:
         return bool(self.enabled(name))
@@ -394,3 +421,35 @@ def fuzz(
         time.perf_counter() - started,
         dict(stats.taken),
     )
+
+
+def replay_with_adapter(
+    system: System,
+    trace: Trace,
+    adapter_factory: Callable[[], Adapter],
+    *,
+    known: Mapping[str, str] | None = None,
+) -> Finding | None:
+    """Drive a fresh adapter through `trace`'s actions; return the finding it shows, if any.
+
+    The same checks as a fuzz step run after every action (conformance,
+    invariants, monitors), then the internal actions are drained and the
+    eventually-properties judged, exactly as at the end of a fuzz example.
+    Deterministic: this is what ``statecore replay TRACE --adapter NAME`` runs.
+    """
+    machine_cls = state_machine(system, adapter_factory, known=known, swarm=False)
+    try:
+        machine: Any = machine_cls()
+    except Finding as finding:
+        return finding
+    try:
+        for item in trace.steps[1:]:
+            assert item.action is not None
+            machine.take(system.next_step(machine.state, item.action))
+        machine._drain()
+        machine._check_quiescent()
+    except Finding as finding:
+        return finding
+    finally:
+        machine.adapter.teardown()
+    return None

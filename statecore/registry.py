@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .adapter import Adapter, AdapterSpec, SystemAdapter
 from .definition import Machine
 from .errors import StatecoreError
 from .system import Action, Component, System
@@ -28,8 +30,9 @@ class Target:
 
     name: str
     path: str  # "package.module:object"
-    expected: str = "holds"  # or "violates:PROPERTY_ID"
+    expected: str = "holds"  # or "violates:PROPERTY_ID[,PROPERTY_ID...]"
     doc: str = ""
+    family: str = ""  # for a variant: the model it is a variant of
 
     @property
     def kind(self) -> str:
@@ -52,6 +55,47 @@ def bundled() -> tuple[Target, ...]:
     """Every bundled target, models first."""
     targets: tuple[Target, ...] = importlib.import_module("statecore.models").TARGETS
     return tuple(sorted(targets, key=lambda t: (t.kind != "model", t.name)))
+
+
+def bundled_adapters() -> tuple[AdapterSpec, ...]:
+    """Every bundled adapter: real implementations, then each variant as an implementation."""
+    declared: tuple[AdapterSpec, ...] = importlib.import_module("statecore.models").ADAPTERS
+    variants = tuple(
+        AdapterSpec(
+            name=f"model:{t.name}",
+            target=t.family,
+            factory="",
+            doc=f"the {t.name} variant run as the implementation ({t.doc})",
+        )
+        for t in bundled()
+        if t.kind == "variant" and t.family
+    )
+    return declared + variants
+
+
+def resolve_adapter(
+    target_name: str, adapter_name: str
+) -> tuple[System, Callable[[], Adapter], AdapterSpec]:
+    """The system to fuzz and a factory of fresh adapters, for a target and adapter name."""
+    specs = {a.name: a for a in bundled_adapters()}
+    spec = specs.get(adapter_name)
+    if spec is None:
+        close = difflib.get_close_matches(adapter_name, list(specs), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise TargetError(
+            f"unknown adapter {adapter_name!r}{hint} (run 'statecore list' for the adapters)"
+        )
+    if spec.target != target_name:
+        raise TargetError(
+            f"adapter {adapter_name!r} fits target {spec.target!r}, not {target_name!r}"
+        )
+    if spec.name.startswith("model:"):
+        implementation = resolve(spec.name.removeprefix("model:"))[1]
+        _, system, _ = resolve(target_name)
+        return system, lambda: SystemAdapter(implementation), spec
+    factory = spec.load()
+    system = load_path(spec.system) if spec.system else resolve(target_name)[1]
+    return system, factory, spec
 
 
 def resolve(name: str) -> tuple[str, System, Target | None]:
