@@ -173,11 +173,7 @@ def state_machine(
             observed = self.adapter.observe()
             expected = self.adapter.expect(system.view(self.state))
             if observed != expected:
-                self._finding(
-                    CONFORMANCE,
-                    CONFORMANCE,
-                    f"the implementation shows {observed!r} where the model predicts {expected!r}",
-                )
+                self._finding(CONFORMANCE, CONFORMANCE, describe_mismatch(observed, expected))
 
         def _check_always(self) -> None:
             view = system.view(self.state)
