@@ -13,7 +13,7 @@ import importlib
 from statecore.adapter import AdapterSpec
 from statecore.registry import Target
 
-MODEL_MODULES: tuple[str, ...] = ("chunk_transfer",)
+MODEL_MODULES: tuple[str, ...] = ("chunk_transfer", "stream_edge", "request_lifecycle")
 
 ADAPTERS: tuple[AdapterSpec, ...] = (
     AdapterSpec(

@@ -29,22 +29,30 @@ Actors and their actions:
 * orchestrator - ``deliver``: an observation arriving by key through the
   transport, carrying the request instance that made it.
 
-A raise in production code is modelled as a step that adds ``(request,
-site)`` to the ``crashed`` global (and fails the request if it is still
-running); the spec's fail-open properties say that never happens.
+In the reference both removal paths go through one helper, as the review
+suggests (``_drop_request_state``; `statecore.models.stream_edge_impl`
+provides it as ``drop_request_state``): look the release hook up with
+``getattr``, log what it raises, then pop and republish the gauges in a
+``finally``. A raise in production code is modelled as a step that adds
+``(request, site)`` to the ``crashed`` global (and fails the request if it is
+still running); the spec's fail-open properties say that never happens. Why
+an observation was dropped is the output ``refused(request, reason)``, not a
+global, so that it does not multiply the state space.
 
 Bounds: one external id reused once (two instances), one edge, two segments,
 one of the four events, and elapsed values ``12.5``, NaN, ``-1.0`` and
-infinity. `RequestLifecycleConfig` selects the behaviour: the defaults are the
-reference the review asks for; each seed 004 finding flips one switch.
+infinity. Segment keys are tuples that contain the id, which symmetry
+reduction cannot move, so the ids are not symmetric (with one id there is
+nothing to reduce anyway). `RequestLifecycleConfig` selects the behaviour: the
+defaults are the reference the review asks for; each seed 004 finding flips
+one switch.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from statecore import TransitionError, out
 from statecore.errors import ActionError
@@ -102,7 +110,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
     """The request-lifecycle system for `config`, with the spec's properties."""
     from statecore.spec.request_lifecycle import properties
 
-    ext = Keys("ext", config.ids)
+    ext = Keys("ext", config.ids, symmetric=False)
     ids = ext.values
     edge_keys = [(x, e) for x in ids for e in config.edges]
     segment_keys = [(x, e, s) for x in ids for e in config.edges for s in range(config.segments)]
@@ -116,7 +124,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         if kind == "client":
             _own(tx, tx.spawn("recorder", ext), request)
 
-    def lifecycle(event: str) -> Any:
+    def lifecycle(event: str) -> Callable[[Tx, Hashable], None]:
         def run(tx: Tx, ext: Hashable) -> None:
             request = tx.handle("request", ext)
             tx.require(request is not None and tx.fire(request, event).accepted)
@@ -163,11 +171,11 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         tx: Tx, ext: Hashable, instance: int, edge: str, segment: int, event: str, elapsed: float
     ) -> None:
         # Producers may keep every segment handle the recorder handed out.
-        handle = Handle("segment", (ext, edge, segment), 0)
+        key = (ext, edge, segment)
         found = [
             (h, r)
             for h, r in tx.get("owner")
-            if h.key == handle.key and h.component == "segment" and r.generation == instance
+            if h.component == "segment" and h.key == key and r.generation == instance
         ]
         tx.require(found, "no such handle was handed out")
         handle, request = found[0]
@@ -181,14 +189,15 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
     ) -> None:
         observed = Handle("request", ext, instance)
         tx.require(_kind(tx, observed) is not None, "no such request instance")
+        # A message dropped without a trace is left out (tx.require): it would
+        # only add self-loops to the state graph.
         current = tx.handle("request", ext)  # request_states.get(id)
-        if current is None:
-            return  # a late message after removal: dropped by the lookup
+        tx.require(current is not None, "a late message after removal: dropped by the lookup")
+        assert current is not None
         if config.isolate_instances and current != observed:
             _refuse(tx, observed, "stale_instance")
             return
-        if _recorder(tx, current) is None:
-            return  # no recorder on this state object
+        tx.require(_recorder(tx, current) is not None, "no recorder on this state object")
         if config.late_start_raises:
             try:
                 handle = _start_segment(tx, current, edge, segment)
@@ -204,16 +213,16 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             _observe(tx, observed, handle, event, elapsed)
             return
         edge_handle = _owned(tx, "edge", (ext, edge), current)
-        if edge_handle is None:
-            return  # telemetry never opens an edge
+        tx.require(edge_handle is not None, "telemetry never opens an edge")
+        assert edge_handle is not None
         cur = _current(tx, current, edge)
         order = segment_order(segment, None if cur is None else cur[0])
         if not tx.fire(edge_handle, "observe", order=order).accepted:
             edge_snap = tx.snapshot(edge_handle)
             closed = edge_snap is not None and edge_snap.state == "closed"
-            if closed or order == "older":
-                _refuse(tx, observed, "closed" if closed else "late")
-            return  # a newer segment: telemetry never advances segments
+            tx.require(closed or order == "older", "telemetry never advances segments")
+            _refuse(tx, observed, "closed" if closed else "late")
+            return
         assert cur is not None
         _observe(tx, observed, cur[1], event, elapsed)
 
@@ -333,7 +342,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             reason = "duplicate" if getattr(snap, event) else "bad_elapsed"
         _refuse(tx, observed, reason)
 
-    observation = {
+    observation: dict[str, Keys | Sequence[Hashable]] = {
         "ext": ext,
         "instance": instances,
         "edge": config.edges,
@@ -341,7 +350,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         "event": config.events,
         "elapsed": config.elapsed,
     }
-    EXT = {"ext": ext}
+    EXT: dict[str, Keys | Sequence[Hashable]] = {"ext": ext}
     return System(
         config.name,
         doc=__doc__ or "",
@@ -440,29 +449,34 @@ TARGETS: tuple[Target, ...] = (
         f"{_RL}:variant_sync_abort",
         "violates:closed_owner_rejects,removal_releases_recorder",
         doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts",
+        family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_telemetry_raises",
         f"{_RL}:variant_telemetry_raises",
         "violates:record_fail_open",
         doc="seed 004 point 3: record() raises on NaN or negative elapsed; the request fails",
+        family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_unguarded_release",
         f"{_RL}:variant_unguarded_release",
         "violates:no_leak_after_cleanup,requests_drain",
         doc="seed 004 bot P1: AttributeError on a duck-typed state skips pop and gauges",
+        family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_late_start_raises",
         f"{_RL}:variant_late_start_raises",
         "violates:late_observation_fail_open",
         doc="seed 004 point 2: a late older-segment observation raises via start_segment",
+        family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_reuse_joins",
         f"{_RL}:variant_reuse_joins",
         "violates:reuse_isolation",
         doc="seed 004 revision 3: an old handle or envelope attaches to the reused id",
+        family="request_lifecycle",
     ),
 )

@@ -108,7 +108,6 @@ def namespace_var(index: int) -> str:
     return f"ns{index}"
 
 
-@lru_cache(maxsize=64)
 def request_state_machine(
     namespaces: tuple[Hashable, ...] = NAMESPACES,
     *,
@@ -121,9 +120,19 @@ def request_state_machine(
     `namespaces` are the declared namespaces (each gets a boolean variable
     ``ns<i>``). ``segment_keeps_state=False`` and ``failure_keeps_state=False``
     are the bugs where segment completion or a failed send drops request-wide
-    state. Machines are cached per argument tuple, so a runtime building one
+    state. Machines are cached per argument values, so a runtime building one
     per accessor pays the definition-time validation once per process.
     """
+    return _request_state_machine(tuple(namespaces), segment_keeps_state, failure_keeps_state, name)
+
+
+@lru_cache(maxsize=64)
+def _request_state_machine(
+    namespaces: tuple[Hashable, ...],
+    segment_keeps_state: bool,
+    failure_keeps_state: bool,
+    name: str,
+) -> Machine:
     if not namespaces:
         raise ValueError("request_state_machine needs at least one namespace")
     if len(set(namespaces)) != len(namespaces):
@@ -277,6 +286,9 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
     state_machine = request_state_machine(
         segment_keeps_state=config.segment_keeps_state,
         failure_keeps_state=config.failure_keeps_state,
+        name="request_state"
+        + ("" if config.segment_keeps_state else "_segment_clears")
+        + ("" if config.failure_keeps_state else "_failure_clears"),
     )
 
     # -- the accessor ----------------------------------------------------------
@@ -290,11 +302,11 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
             if config.fence == "identity_not_cancelled":
                 token = tx.snapshot(sender)
                 if token is None or token.state in CANCELLED:
-                    return _refuse(tx, view, retained)
+                    return _refuse(tx, view, namespace, retained)
             target = state
         elif config.fence == "external_id":
             if tx.handle("sender", ext) is None:
-                return _refuse(tx, view, retained)
+                return _refuse(tx, view, namespace, retained)
             target = ("state", ext)
         else:  # unfenced: request_payload.setdefault(ext, {})
             if tx.handle("state", ext) is None:
@@ -302,7 +314,7 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
             target = ("state", ext)
         outcome = tx.fire(target, "get_or_create", namespace=namespace)
         if not outcome.accepted:
-            return _refuse(tx, view, retained)
+            return _refuse(tx, view, namespace, retained)
         reached = tx.handle("state", ext)
         assert reached is not None
         current = tx.handle("sender", ext)
@@ -509,8 +521,8 @@ def _view(tx: Tx, ext: Hashable, generation: int) -> View | None:
     return None
 
 
-def _refuse(tx: Tx, view: View, retained: bool) -> str:
-    tx.emit(out("access", view=view[0], namespace=None, retained=retained, result=REFUSED))
+def _refuse(tx: Tx, view: View, namespace: str, retained: bool) -> str:
+    tx.emit(out("access", view=view[0], namespace=namespace, retained=retained, result=REFUSED))
     return REFUSED
 
 
@@ -594,27 +606,31 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "request_state_seed000_p1",
         f"{_RS}:variant_seed000_p1",
-        "violates:eos_delivered,flush_reaches_state",
+        family="request_state_system",
+        expected="violates:eos_delivered,flush_reaches_state",
         doc="seed 000 P1: is_active treats cancelled as unavailable; the cancelled-but-"
         "current terminal flush raises, the put is skipped, EOS is dropped",
     ),
     Target(
         "request_state_p1_fail_open",
         f"{_RS}:variant_p1_fail_open",
-        "violates:flush_reaches_state",
+        family="request_state_system",
+        expected="violates:flush_reaches_state",
         doc="seed 000 P1 fence with a fail-open refusal: EOS goes out, the flush loses its state",
     ),
     Target(
         "request_state_seed000_p2_vacuous",
         f"{_RS}:variant_seed000_p2_vacuous",
-        "violates:late_access_refused",
+        family="request_state_system",
+        expected="violates:late_access_refused",
         doc="seed 000 P2: the late check reads the cleared adapter.request_state slot, so "
         "its assertion is vacuous",
     ),
     Target(
         "request_state_retained_unfenced",
         f"{_RS}:variant_retained_unfenced",
-        "violates:generation_fenced,late_access_refused,no_leak_after_cleanup,"
+        family="request_state_system",
+        expected="violates:generation_fenced,late_access_refused,no_leak_after_cleanup,"
         "no_recreate_after_cleanup",
         doc="seed 000 P2, checked on the retained view: an unfenced view recreates state "
         "after cleanup and reaches its successor's",
@@ -622,20 +638,23 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "request_state_stale_handle",
         f"{_RS}:variant_stale_handle",
-        "violates:generation_fenced",
+        family="request_state_system",
+        expected="violates:generation_fenced",
         doc="a view fenced by external id, not generation identity, reaches its successor's "
         "state after the id is reused",
     ),
     Target(
         "request_state_segment_clears",
         f"{_RS}:variant_segment_clears",
-        "violates:request_state_retained",
+        family="request_state_system",
+        expected="violates:request_state_retained",
         doc="segment completion drops request-wide namespaces",
     ),
     Target(
         "request_state_failure_clears",
         f"{_RS}:variant_failure_clears",
-        "violates:request_state_retained",
+        family="request_state_system",
+        expected="violates:request_state_retained",
         doc="a failed send drops the namespaces before failure finalization",
     ),
 )

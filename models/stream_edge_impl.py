@@ -68,6 +68,20 @@ from statecore import Instance, Machine
 
 from .stream_edge import EVENTS, edge_machine, recorder_machine, segment_machine, segment_order
 
+__all__ = [
+    "ALL_EVENTS",
+    "DEFAULT_CLOCK_DOMAINS",
+    "RELEASE_HOOK",
+    "SegmentHandle",
+    "SegmentSnapshot",
+    "StreamEdgeEvent",
+    "StreamEdgeKey",
+    "StreamEdgeRecorder",
+    "StreamEdgeSnapshot",
+    "drop_request_state",
+    "release_request_telemetry",
+]
+
 logger = logging.getLogger(__name__)
 
 RELEASE_HOOK: Final = "release_stream_edge_metrics"
@@ -112,7 +126,7 @@ class StreamEdgeKey:
             if value < 0:
                 raise ValueError(f"StreamEdgeKey.{name} must be >= 0, got {value}")
         if self.from_stage == self.to_stage:
-            raise ValueError(f"StreamEdgeKey needs two distinct stages, got {self.from_stage} twice")
+            raise ValueError(f"StreamEdgeKey needs distinct stages, got {self.from_stage} twice")
 
     def __str__(self) -> str:
         return f"{self.from_stage}->{self.to_stage}"
@@ -169,8 +183,9 @@ class StreamEdgeSnapshot:
 
     def segment(self, key: StreamEdgeKey, segment: int = 0) -> SegmentSnapshot | None:
         """The snapshot of `segment` on edge `key`, or ``None`` if it was never started."""
+        wanted = (key.from_stage, key.to_stage, segment)
         for row in self.segments:
-            if (row.from_stage, row.to_stage, row.segment) == (key.from_stage, key.to_stage, segment):
+            if (row.from_stage, row.to_stage, row.segment) == wanted:
                 return row
         return None
 
@@ -254,6 +269,8 @@ class StreamEdgeRecorder:
         missing = [n for n in names if not domains.get(n)]
         if missing:
             raise ValueError(f"no clock domain declared for event(s) {missing}")
+        if instance is not None and not isinstance(instance, str):
+            raise TypeError(f"instance must be a str token, got {instance!r}")
         owner, edge, segment = _machines(names)
         self.instance: str = uuid.uuid4().hex if instance is None else instance
         self._events = frozenset(names)
@@ -396,9 +413,7 @@ class StreamEdgeRecorder:
         """The event's name; raises on a programmer error (no lock needed)."""
         name = _name(event)
         if name not in self._events:
-            raise ValueError(
-                f"event {name!r} is not recorded here; events are {list(self._order)}"
-            )
+            raise ValueError(f"event {name!r} is not recorded here; events are {list(self._order)}")
         return name
 
     def _write(self, handle: SegmentHandle, name: str, value: float) -> bool:

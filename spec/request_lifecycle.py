@@ -21,10 +21,10 @@ guards below say that each situation a refusal needs is reachable.
 
 from __future__ import annotations
 
+from statecore.spec.stream_edge import ONCE_ONLY, once_only_monitor, route_recorded
+
 from statecore.properties import Predicate, Property, always, eventually, monitor, sometimes
 from statecore.system import Handle, StateView
-
-from statecore.spec.stream_edge import ONCE_ONLY, once_only_monitor, route_recorded
 
 RECORD_FAIL_OPEN = "record_fail_open"
 LATE_FAIL_OPEN = "late_observation_fail_open"
@@ -90,9 +90,10 @@ def _stale_handle_retained(v: StateView) -> bool:
 
 
 def _retained_states(v: StateView, *, recorded: bool = False) -> set[str]:
-    """The states of the live segments producers hold handles to.
+    """The states of the segment instances producers hold current handles to.
 
-    With `recorded`, only live segments with some event already recorded.
+    ``live``, ``retired`` or ``closed``; with `recorded`, only live segments
+    with some event already recorded.
     """
     found: set[str] = set()
     for handle, _ in retained(v):

@@ -42,9 +42,9 @@ def _retained(v: StateView) -> bool:
     """Every namespace created in a live state generation is still there."""
     for handle, var in v.get("made"):
         slot = v.slot("state", handle.key)
-        if slot.snapshot is not None and slot.generation == handle.generation:
-            if not getattr(slot.snapshot, var):
-                return False
+        live = slot.snapshot is not None and slot.generation == handle.generation
+        if live and not getattr(slot.snapshot, var):
+            return False
     return True
 
 

@@ -90,8 +90,7 @@ def properties() -> tuple[Property, ...]:
         ),
         always(
             TELEMETRY_NEVER_ADVANCES,
-            "Arriving telemetry never advances an edge to a newer segment; only the runtime "
-            "does.",
+            "Arriving telemetry never advances an edge to a newer segment; only the runtime does.",
             _no_breach("advance"),
             source=f"{SOURCE}, review point 2 and the author's RFC clarification",
         ),
