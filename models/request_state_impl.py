@@ -34,11 +34,28 @@ and a cleanup racing a factory either happens before it (the factory's
 value is detached) or after it (the value is dropped with the rest). No
 lock is ever held while taking another, so the accessor cannot deadlock.
 
-Only the standard library and statecore are used.
+Adopting it in vLLM-Omni (``chunk_transfer_adapter.py``), with
+``self.request_state = RequestStateAccessor(namespaces)``:
+
+==================================================  ======================================
+vLLM-Omni                                           accessor call
+==================================================  ======================================
+``save_async`` creates a ``_SenderGeneration``      ``open(ext, owner=token)``
+``_send_single_request_for_generation``             ``view(ext, owner=token)``, handed to
+                                                    the processor
+segment-end post-processing (after the put)         ``complete_segment(ext, owner=token)``
+``record_send_failure`` after a failed put          ``on_failure(ext, owner=token)``
+``_clear_sender_state_locked(ext)``                 ``cleanup(ext)``
+==================================================  ======================================
+
+Generation serial numbers are unique within an accessor; nothing is kept for
+an id after its cleanup, so the accessor's memory is bounded by the live
+requests. Only the standard library and statecore are used.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -138,7 +155,7 @@ class RequestStateView:
 
     @property
     def generation(self) -> int:
-        """The generation number (1 for the first request with this id; 0 if none)."""
+        """The generation's serial number, unique within the accessor (0: fenced from birth)."""
         return self._generation.number
 
     @property
@@ -229,7 +246,7 @@ class RequestStateAccessor:
         self._machine = request_state_machine(declared)
         self._lock = threading.Lock()
         self._generations: dict[str, _Generation] = {}
-        self._numbers: dict[str, int] = {}
+        self._serial = itertools.count(1)
 
     # -- declarations ------------------------------------------------------------
 
@@ -259,8 +276,7 @@ class RequestStateAccessor:
         """
         _check_id(external_id)
         with self._lock:
-            number = self._numbers.get(external_id, 0) + 1
-            self._numbers[external_id] = number
+            number = next(self._serial)
             gen = _Generation(external_id, number, owner, self._machine)
             old = self._generations.get(external_id)
             self._generations[external_id] = gen
@@ -294,26 +310,35 @@ class RequestStateAccessor:
         """`RequestStateView.get_or_create` on the current generation of `external_id`."""
         return self.view(external_id).get_or_create(namespace, factory)
 
-    def complete_segment(self, external_id: str) -> bool:
+    def complete_segment(self, external_id: str, owner: object = None) -> bool:
         """A segment of `external_id` completed: request-wide state is kept."""
-        return self._fire(external_id, "complete_segment")
+        return self._fire(external_id, owner, "complete_segment")
 
-    def on_failure(self, external_id: str) -> bool:
+    def on_failure(self, external_id: str, owner: object = None) -> bool:
         """A send of `external_id` failed: keep its state until failure finalization."""
-        return self._fire(external_id, "send_failed")
+        return self._fire(external_id, owner, "send_failed")
 
-    def cleanup(self, external_id: str) -> bool:
-        """Canonical cleanup: release every namespace of `external_id`; False if none."""
-        _check_id(external_id)
-        with self._lock:
-            gen = self._generations.pop(external_id, None)
-        return gen is not None and gen.fire("release")
+    def cleanup(self, external_id: str, owner: object = None) -> bool:
+        """Canonical cleanup: release every namespace of `external_id`.
 
-    def _fire(self, external_id: str, event: str) -> bool:
+        Idempotent: False if the id holds no state (or, with `owner`, if the
+        current generation is not that owner's, which is then left alone).
+        """
         _check_id(external_id)
         with self._lock:
             gen = self._generations.get(external_id)
-        return gen is not None and gen.fire(event)
+            if gen is None or (owner is not None and gen.owner is not owner):
+                return False
+            del self._generations[external_id]
+        return gen.fire("release")
+
+    def _fire(self, external_id: str, owner: object, event: str) -> bool:
+        _check_id(external_id)
+        with self._lock:
+            gen = self._generations.get(external_id)
+        if gen is None or (owner is not None and gen.owner is not owner):
+            return False
+        return gen.fire(event)
 
     # -- inspection ----------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from .diagram import add_parser as add_diagram_parser
 from .errors import StatecoreError
 from .explore import HOLDS, VIOLATED, Progress, Report, explore
-from .registry import Target, bundled, resolve
+from .registry import Target, bundled, resolve, system_for_trace
 from .system import System
 
 EPILOG_MAIN = """\
@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StatecoreError as exc:
         print(f"statecore: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `statecore list | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n  statecore check\n  statecore check chunk_transfer --no-symmetry\n"
             "  statecore check --variants --trace-out traces\n"
-            "  statecore check --symbolic telemetry"
+            "  statecore check --symbolic request_lifecycle"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -212,7 +215,7 @@ def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str
     for result in report.results:
         if result.trace is not None and result.verdict == VIOLATED:
             path = directory / f"{name}.{result.property.id}.itf.json"
-            write_itf(result.trace, report.system, path)
+            write_itf(result.trace, report.system, path, meta={"target": name})
             written[result.property.id] = str(path)
     return written
 
@@ -342,10 +345,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from .itf import TraceFileError
     from .replay import replay
 
-    target = args.target or _trace_source(args.trace)
     if args.adapter:
-        return _replay_adapter(args, target)
-    _, system, _ = resolve(target)
+        return _replay_adapter(args)
+    _, system = system_for_trace(args.trace, args.target)
     result = replay(system, args.trace)
     if result.trace is not None:
         print(result.trace.table(system))
@@ -355,11 +357,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 1 if result.verdict == VIOLATED else 0
 
 
-def _replay_adapter(args: argparse.Namespace, target: str) -> int:
+def _replay_adapter(args: argparse.Namespace) -> int:
     from .fuzz import replay_with_adapter
-    from .itf import read_itf
+    from .itf import read_header, read_itf
     from .registry import resolve_adapter
 
+    header = read_header(args.trace)
+    target = args.target or str(header.get("target") or header.get("source") or "")
     system, factory, _ = resolve_adapter(target, args.adapter)
     trace = read_itf(args.trace, system)
     print(trace.table(system))
@@ -398,7 +402,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         args.trace_out.mkdir(parents=True, exist_ok=True)
         safe = spec.name.replace(":", "_")
         trace_file = args.trace_out / f"{system.name}.{safe}.{report.finding.property_id}.itf.json"
-        write_itf(report.finding.trace, system, trace_file)
+        meta = {"target": args.target, "adapter": spec.name}
+        write_itf(report.finding.trace, system, trace_file, meta=meta)
     if args.json:
         print(json.dumps(_fuzz_json(report, spec.name, trace_file), indent=2))
     else:
@@ -452,7 +457,7 @@ def _print_fuzz(report: Any, adapter: str, trace_file: Path | None) -> None:
         if trace_file is not None:
             print(f"  trace: {trace_file}")
             print(f"  replay: statecore replay {trace_file} --adapter {adapter}")
-            print(f"  diagram: statecore diagram {report.system.name} -f png --trace {trace_file}")
+            print(f"  diagram: statecore diagram {report.system.name} --trace {trace_file}")
     for pid, trace in report.known.items():
         reason = report.known_reasons.get(pid, "")
         print(f"  known   {pid} ({len(trace)} steps): {reason}")
@@ -460,17 +465,6 @@ def _print_fuzz(report: Any, adapter: str, trace_file: Path | None) -> None:
         print(f"  coverage {component} ({machine}): {taken}/{total} transitions taken")
         for name in never:
             print(f"    never taken: {name}")
-
-
-def _trace_source(path: Path) -> str:
-    """The target a trace file names in its header (the system it was taken from)."""
-    try:
-        header = json.loads(path.read_text())["#meta"]
-        return str(header["source"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise StatecoreError(
-            f"{path}: cannot read the trace's source ({exc}); pass --target"
-        ) from None
 
 
 # -- terminal helpers ----------------------------------------------------------

@@ -994,9 +994,12 @@ def read_trace(path: Path, system: System) -> Trace:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``statecore diagram``; return the exit code (errors raise `StatecoreError`)."""
-    from .registry import resolve
+    from .registry import resolve, system_for_trace
 
-    _, system, _ = resolve(args.target)
+    if args.trace is not None:
+        _, system = system_for_trace(args.trace, args.target)
+    else:
+        _, system, _ = resolve(args.target)
     fmt: str = args.format
     output: Path | None = args.output
     names = _choose(system, args.machine) if args.machine else _all_names(system)

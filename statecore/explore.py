@@ -166,6 +166,9 @@ class _Explorer:
         self.results: dict[str, PropertyResult] = {}
         self.when_seen: set[str] = set()
         self.quiescent_seen = False
+        # Monitor refusals met while expanding the current depth, committed when
+        # the search moves one level deeper (see `_commit_refusals`).
+        self.refusals: dict[str, tuple[Property, Node, ActionLabel, str]] = {}
         self.taken: Counter[tuple[str, str]] = Counter()
         self.transitions = 0
         self.depth = 0
@@ -185,6 +188,11 @@ class _Explorer:
         complete = True
         while queue and not self._done():
             node, depth = queue.popleft()
+            if depth > self.depth:
+                self._commit_refusals()
+                if self._done():
+                    queue.appendleft((node, depth))
+                    break
             self.depth = max(self.depth, depth)
             steps = self.system.successors(node[0])
             if not any(s.internal for s in steps):
@@ -212,8 +220,10 @@ class _Explorer:
                         last_report - start,
                     )
                 )
-        if queue:
+        if queue:  # stopped early: a held-back refusal might not be a shortest one
             complete = False
+        else:
+            self._commit_refusals()
         return self._report(complete, time.perf_counter() - start)
 
     def _done(self) -> bool:
@@ -225,8 +235,22 @@ class _Explorer:
     def _advance(self, node: Node, step_: SystemStep) -> Node:
         monitors, refusals = self._step_monitors(node[1:], step_)
         for prop, detail in refusals:
-            self._violate(prop, node, step_.action, detail)
+            if prop.id not in self.results:
+                self.refusals.setdefault(prop.id, (prop, node, step_.action, detail))
         return self._canon((step_.state, *monitors))
+
+    def _commit_refusals(self) -> None:
+        """Report the monitor refusals met while expanding the last depth.
+
+        A refusal found while expanding a node of depth d has a trace of d + 1
+        steps, but a hot monitor at a quiescent node of depth d (checked when
+        that node is popped, possibly later) has one of d. Holding refusals
+        back until every node of depth d is popped keeps each reported trace
+        a shortest one.
+        """
+        for prop, node, action, detail in self.refusals.values():
+            self._violate(prop, node, action, detail)
+        self.refusals.clear()
 
     def _step_monitors(
         self, monitors: tuple[MonitorState, ...], step_: SystemStep

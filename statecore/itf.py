@@ -475,15 +475,32 @@ def trace_to_itf(trace: Trace, system: System) -> dict[str, Json]:
     return {"#meta": header, "vars": list(names), "states": states}
 
 
-def write_itf(trace: Trace, system: System, path: PathLike) -> Path:
+def write_itf(
+    trace: Trace, system: System, path: PathLike, *, meta: Mapping[str, str] | None = None
+) -> Path:
     """Write `trace` to `path` as ITF JSON (UTF-8, indented, stable); return the path.
 
     The same trace always gives the same bytes (no timestamp, sets in a fixed
-    order), so a counterexample can be committed and diffed.
+    order), so a counterexample can be committed and diffed. `meta` adds
+    header fields, such as the ``target`` and ``adapter`` a replay needs.
     """
+    obj = trace_to_itf(trace, system)
+    header = obj["#meta"]
+    assert isinstance(header, dict)
+    header.update(dict(meta or {}))
     target = Path(path)
-    target.write_text(itf_text(trace_to_itf(trace, system)), encoding="utf-8")
+    target.write_text(itf_text(obj), encoding="utf-8")
     return target
+
+
+def read_header(path: PathLike) -> dict[str, Json]:
+    """The ``#meta`` header of an ITF file (empty if it has none)."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TraceFileError(str(path), None, f"cannot read the trace: {exc}") from None
+    header = obj.get("#meta", {}) if isinstance(obj, dict) else {}
+    return dict(header) if isinstance(header, dict) else {}
 
 
 def _compact(obj: Json) -> str:

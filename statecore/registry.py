@@ -173,3 +173,22 @@ def machine_system(machine: Machine) -> System:
 
 def _spawn_one(tx: Any, component: str) -> None:
     tx.spawn(component, "it")
+
+
+def system_for_trace(path: Any, target: str | None = None) -> tuple[str, System]:
+    """The target name and the system a trace file was taken from.
+
+    The header's ``target`` (else its ``source``) names the target; a trace
+    written by ``statecore fuzz`` also names its ``adapter``, whose model
+    configuration (the fuzzing bounds) is the one the trace replays on.
+    """
+    from .itf import read_header
+
+    header = read_header(path)
+    name = target or str(header.get("target") or header.get("source") or "")
+    if not name:
+        raise TargetError(f"{path}: the trace names no target; pass --target")
+    adapter = header.get("adapter")
+    if adapter:
+        return name, resolve_adapter(name, str(adapter))[0]
+    return name, resolve(name)[1]

@@ -194,6 +194,9 @@ class _Disabled(Exception):
     """Raised inside a transaction to say the action is not enabled."""
 
 
+_DISABLED = _Disabled()  # raised as is on the hot path: no object to build
+
+
 class Tx:
     """A transaction: reads one `SystemState` and builds the next.
 
@@ -217,7 +220,7 @@ class Tx:
     def require(self, condition: object, why: str = "") -> None:
         """Disable the action (with these arguments) unless `condition` holds."""
         if not condition:
-            raise _Disabled(why)
+            raise _Disabled(why) if why else _DISABLED
 
     # -- globals -----------------------------------------------------------
 
@@ -440,6 +443,9 @@ class System:
 
     def slot_index(self, component: str, key: Hashable) -> int:
         """Position of the slot of (`component`, `key`) in `SystemState.slots`."""
+        index = self._slot_index.get((component, key))
+        if index is not None:
+            return index
         try:
             return self._slot_index[(component, key)]
         except KeyError:

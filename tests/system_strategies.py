@@ -33,6 +33,7 @@ from typing import Any, Literal
 from hypothesis import strategies as st
 
 from statecore import Event, Machine, State, Transition, out
+from statecore.definition import Policy
 from statecore.properties import Property, always, eventually, monitor, sometimes
 from statecore.system import Action, Component, Emitted, Global, Keys, StateView, System, Tx
 
@@ -52,7 +53,7 @@ class MachineSpec:
     states: tuple[tuple[str, bool, bool], ...]
     # (source, event, target, output names emitted)
     transitions: tuple[tuple[str, str, str, tuple[str, ...]], ...]
-    policies: tuple[tuple[str, str], ...] = ()  # event -> policy, default "reject"
+    policies: tuple[tuple[str, Policy], ...] = ()  # event -> policy, default "reject"
 
     @property
     def events(self) -> tuple[str, ...]:
@@ -110,7 +111,7 @@ class PredSpec:
 
     def value(self, view: StateView) -> int:
         if self.measure == "global":
-            value = view.state.values[0]
+            value: Any = view.get("g")
             return len(value) if isinstance(value, tuple) else int(value)
         return sum(
             1 for _, snap in view.live(self.component) if not self.state or snap.state == self.state
@@ -155,7 +156,7 @@ def build_machine(spec: MachineSpec) -> Machine:
             State(name, initial=i == 0, final=final, hot=hot)
             for i, (name, final, hot) in enumerate(spec.states)
         ],
-        events=[Event(e, policy=policies.get(e, "reject")) for e in spec.events],  # type: ignore[arg-type]
+        events=[Event(e, policy=policies.get(e, "reject")) for e in spec.events],
         transitions=[
             Transition(src, event, dst, emit=[out(o) for o in outputs], name=f"t{i}")
             for i, (src, event, dst, outputs) in enumerate(spec.transitions)
@@ -302,7 +303,7 @@ def machine_specs(
     event_names: tuple[str, ...],
     max_states: int = 4,
     outputs: bool = True,
-    policies: tuple[str, ...] = ("reject",),
+    policies: tuple[Policy, ...] = ("reject",),
 ) -> MachineSpec:
     """A valid machine: a spanning tree from the initial state plus extra edges."""
     n = draw(st.integers(2, max_states))

@@ -1,0 +1,696 @@
+"""Seed 000 (RFC #6453): request-scoped producer state, its model and its runtime.
+
+* every bundled target of `statecore.models.request_state` is checked
+  exhaustively: the reference holds with no vacuous property, each variant
+  violates exactly its expected properties, with a shortest trace that tells
+  the review's story;
+* `RequestStateAccessor` (`statecore.models.request_state_impl`) is
+  unit-tested (fencing, retained views, cleanup, reuse, fail-open, threads),
+  then run in lockstep with the reference system on random action sequences,
+  and shown to diverge from the buggy variants.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Hashable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statecore.models import request_state as rs
+from statecore.models import request_state_impl as impl
+from statecore.models.request_state_impl import (
+    MAX_NAMESPACES,
+    Access,
+    RequestStateAccessor,
+    RequestStateView,
+    UnknownNamespaceError,
+)
+
+from statecore.adapter import Adapter
+from statecore.explore import HOLDS, VACUOUS, VIOLATED, Report, explore
+from statecore.fuzz import fuzz, replay_with_adapter
+from statecore.registry import Target
+from statecore.system import Handle, StateView, System, SystemState, SystemStep
+from statecore.trace import Trace
+
+TARGETS = {t.name: t for t in rs.TARGETS}
+VARIANTS = [t for t in rs.TARGETS if t.kind == "variant"]
+NS = rs.NAMESPACES
+CODEC, FRAMES = NS
+
+_REPORTS: dict[str, Report] = {}
+
+
+def report_of(target: Target) -> Report:
+    if target.name not in _REPORTS:
+        _REPORTS[target.name] = explore(target.load(), stop_on_violation=False)
+    return _REPORTS[target.name]
+
+
+def names(trace: Trace) -> list[str]:
+    return [a.name for a in trace.actions]
+
+
+def in_order(actions: list[str], expected: list[str]) -> bool:
+    """Whether `expected` is a subsequence of `actions`."""
+    it = iter(actions)
+    return all(any(a == e for a in it) for e in expected)
+
+
+# -- the model -----------------------------------------------------------------------
+
+
+def test_reference_holds_without_vacuity_quickly() -> None:
+    started = time.perf_counter()
+    report = report_of(TARGETS["request_state_system"])
+    assert time.perf_counter() - started < 5.0
+    assert report.complete and report.ok
+    assert {r.verdict for r in report.results} == {HOLDS}
+    for cov in report.coverage:
+        assert not cov.never, (cov.component, cov.never)
+
+
+@pytest.mark.parametrize("target", VARIANTS, ids=lambda t: t.name)
+def test_variant_violates_exactly_its_expected_properties(target: Target) -> None:
+    report = report_of(target)
+    assert report.complete
+    failing = {r.property.id for r in report.results if r.verdict != HOLDS}
+    assert failing == target.expected_violations
+    assert target.family == "request_state_system"
+
+
+# (target, property) -> (shortest trace length, key actions in order)
+STORIES: dict[tuple[str, str], tuple[int, list[str]]] = {
+    # P1: terminal queued, cleanup_sender cancels (terminal_pending -> deferred),
+    # the save thread still runs the terminal, the producer's get_or_create is
+    # refused because of `cancelled`, the put is skipped.
+    ("request_state_seed000_p1", "eos_delivered"): (
+        5,
+        ["new_request", "save_terminal", "abort", "begin", "process"],
+    ),
+    ("request_state_seed000_p1", "flush_reaches_state"): (
+        5,
+        ["new_request", "save_terminal", "abort", "begin", "process"],
+    ),
+    ("request_state_p1_fail_open", "flush_reaches_state"): (
+        5,
+        ["new_request", "save_terminal", "abort", "begin", "process"],
+    ),
+    # P2, checked on the retained view: the terminal's canonical cleanup, then
+    # the view captured inside the producer recreates state.
+    ("request_state_retained_unfenced", "no_recreate_after_cleanup"): (
+        6,
+        ["save_terminal", "begin", "process", "put", "retained_get_or_create"],
+    ),
+    ("request_state_retained_unfenced", "no_leak_after_cleanup"): (
+        6,
+        ["save_terminal", "begin", "process", "put", "retained_get_or_create"],
+    ),
+    ("request_state_retained_unfenced", "late_access_refused"): (
+        6,
+        ["save_terminal", "begin", "process", "put", "late_check"],
+    ),
+    ("request_state_retained_unfenced", "generation_fenced"): (
+        8,
+        ["process", "put", "new_request", "save_segment_end", "retained_get_or_create"],
+    ),
+    # A stale handle: generation 1's view, after the id was reused.
+    ("request_state_stale_handle", "generation_fenced"): (
+        8,
+        [
+            "save_terminal",
+            "process",
+            "put",
+            "new_request",
+            "save_segment_end",
+            "retained_get_or_create",
+        ],
+    ),
+    ("request_state_segment_clears", "request_state_retained"): (
+        5,
+        ["save_segment_end", "begin", "process", "put"],
+    ),
+    ("request_state_failure_clears", "request_state_retained"): (
+        5,
+        ["save_segment_end", "begin", "process", "put"],
+    ),
+}
+
+
+@pytest.mark.parametrize("key", list(STORIES), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_shortest_trace_tells_the_review_story(key: tuple[str, str]) -> None:
+    target_name, prop = key
+    length, story = STORIES[key]
+    result = report_of(TARGETS[target_name]).result(prop)
+    assert result.verdict == VIOLATED
+    assert result.trace is not None
+    assert len(result.trace) == length, names(result.trace)
+    assert in_order(names(result.trace), story), names(result.trace)
+
+
+def test_stories_cover_every_violation() -> None:
+    for target in VARIANTS:
+        for prop in target.expected_violations:
+            if report_of(target).result(prop).verdict == VIOLATED:
+                assert (target.name, prop) in STORIES
+
+
+def test_p1_trace_details() -> None:
+    trace = report_of(TARGETS["request_state_seed000_p1"]).result("eos_delivered").trace
+    assert trace is not None
+    last = trace.steps[-1]
+    accesses = [e.output for e in last.outputs if e.output.name == "access"]
+    assert [a.get("result") for a in accesses] == ["refused"]
+    assert "put" not in names(trace)  # the put was skipped: EOS dropped
+    abort_at = names(trace).index("abort") + 1  # steps[0] is the initial state
+    system = rs.variant_seed000_p1()
+    ext = system.component("sender").key_values[0]
+    sender = system.view(trace.steps[abort_at].state).snapshot("sender", ext)
+    assert sender is not None and sender.state == "draining"  # cancelled but current
+
+
+def test_p2_assertion_is_vacuous_and_misses_the_bug_it_targets() -> None:
+    vacuous = report_of(TARGETS["request_state_seed000_p2_vacuous"]).result("late_access_refused")
+    assert vacuous.verdict == VACUOUS and vacuous.trace is None
+    # The post-exit read cannot fail even where retained views do recreate state.
+    both = explore(
+        rs.build(
+            rs.RequestStateConfig(name="p2_on_unfenced", fence="unfenced", late_check="context")
+        ),
+        stop_on_violation=False,
+    )
+    assert both.result("late_access_refused").verdict == VACUOUS
+    assert both.result("no_recreate_after_cleanup").verdict == VIOLATED
+
+
+def test_reference_witnesses_reach_the_interesting_states() -> None:
+    report = report_of(TARGETS["request_state_system"])
+    flush = report.result("cancelled_terminal_flush").trace
+    assert flush is not None and in_order(names(flush), ["save_terminal", "abort", "begin"])
+    late = report.result("late_access_refused")
+    assert late.verdict == HOLDS
+
+
+def test_machine_declarations() -> None:
+    machine = rs.REQUEST_STATE
+    assert machine.name == "request_state"
+    assert {s.name for s in machine.states} == {"open", "failed", "released"}
+    assert machine.final_states == {"released"}
+    with pytest.raises(ValueError):
+        rs.request_state_machine(())
+    with pytest.raises(ValueError):
+        rs.request_state_machine(("a", "a"))
+    assert rs.request_state_machine(NS) is rs.REQUEST_STATE
+
+
+# -- the runtime: unit tests ---------------------------------------------------------------
+
+
+def make() -> RequestStateAccessor:
+    return RequestStateAccessor(NS)
+
+
+def test_get_or_create_creates_once_then_reuses() -> None:
+    acc = make()
+    view = acc.open("E", owner="t1")
+    calls: list[int] = []
+
+    def factory() -> list[int]:
+        calls.append(1)
+        return []
+
+    first = view.resolve(CODEC, factory)
+    second = view.resolve(CODEC, factory)
+    assert first.status == "created" and second.status == "reused"
+    assert first.value is second.value and calls == [1]
+    assert view.get_or_create(FRAMES, dict) == {}
+    assert acc.held("E") == {CODEC, FRAMES}
+    assert view.get(CODEC) is first.value and view.namespaces() == {CODEC, FRAMES}
+    assert acc.status("E") == "open" and "E" in acc and len(acc) == 1
+    assert acc.get_or_create("E", CODEC, list) is first.value
+
+
+def test_requests_are_isolated() -> None:
+    acc = make()
+    a, b = acc.open("A"), acc.open("B")
+    a.get_or_create(CODEC, list).append(1)
+    assert b.get_or_create(CODEC, list) == []
+    assert acc.cleanup("A") and acc.held("B") == {CODEC}
+
+
+def test_cleanup_is_canonical_and_idempotent() -> None:
+    acc = make()
+    view = acc.open("E")
+    view.get_or_create(CODEC, list)
+    view.get_or_create(FRAMES, list)
+    assert acc.cleanup("E") is True
+    assert acc.cleanup("E") is False
+    assert "E" not in acc and acc.held("E") == frozenset() and acc.status("E") is None
+    assert not view.active and view.namespaces() == frozenset() and view.get(CODEC) is None
+
+
+def test_retained_view_cannot_recreate_after_cleanup() -> None:
+    """Seed 000 P2, as the review asks: capture the view inside the producer."""
+    acc = make()
+    captured: list[RequestStateView] = []
+
+    def producer(view: RequestStateView) -> None:
+        captured.append(view)
+        view.get_or_create(CODEC, list).append("chunk")
+
+    producer(acc.open("E", owner="token"))
+    acc.cleanup("E")
+    late = captured[0].resolve("frames", list)
+    assert late.status == "detached" and not late.stored and late.value == []
+    assert "E" not in acc and acc.held("E") == frozenset()
+
+
+def test_stale_view_cannot_reach_the_successor() -> None:
+    acc = make()
+    old = acc.open("E", owner="t1")
+    old.get_or_create(CODEC, lambda: ["old"])
+    acc.cleanup("E")
+    new = acc.open("E", owner="t2")
+    assert new.generation == old.generation + 1
+    assert new.get_or_create(CODEC, lambda: ["new"]) == ["new"]  # nothing inherited
+    stale = old.resolve(FRAMES, lambda: ["stale"])
+    assert stale.status == "detached"
+    assert old.get(CODEC) is None and old.namespaces() == frozenset()
+    assert acc.held("E") == {CODEC} and new.get(CODEC) == ["new"]
+
+
+def test_open_supersedes_a_live_generation(caplog: pytest.LogCaptureFixture) -> None:
+    acc = make()
+    old = acc.open("E")
+    old.get_or_create(CODEC, list)
+    with caplog.at_level(logging.WARNING):
+        new = acc.open("E")
+    assert "still live" in caplog.text
+    assert not old.active and new.active and acc.held("E") == frozenset()
+
+
+def test_view_is_fenced_by_owner_identity() -> None:
+    acc = make()
+    token, other = object(), object()
+    acc.open("E", owner=token)
+    assert acc.view("E", owner=token).active
+    foreign = acc.view("E", owner=other)
+    assert not foreign.active and foreign.generation == 0
+    assert foreign.resolve(CODEC, list).status == "detached"
+    assert acc.held("E") == frozenset()
+    assert not acc.view("missing").active
+
+
+def test_cancelled_but_current_generation_stays_readable() -> None:
+    """Seed 000 P1: cancellation is the sender's business; only identity fences."""
+    acc = make()
+    token = object()
+    view = acc.open("E", owner=token)
+    view.get_or_create(CODEC, list).append("frame")
+    # cleanup_sender while the terminal is pending defers: nothing reaches the
+    # accessor until the terminal task's fence release runs the cleanup.
+    flush = acc.view("E", owner=token)
+    assert flush.resolve(CODEC, list).status == "reused"
+    assert flush.get_or_create(CODEC, list) == ["frame"]
+    assert acc.cleanup("E")
+    assert flush.resolve(CODEC, list).status == "detached"
+
+
+def test_lifecycle_calls_are_fenced_by_owner() -> None:
+    acc = make()
+    old, new = object(), object()
+    acc.open("E", owner=old)
+    acc.cleanup("E")
+    view = acc.open("E", owner=new)
+    view.get_or_create(CODEC, list)
+    # A late call from the retired generation's task touches nothing.
+    assert acc.on_failure("E", owner=old) is False
+    assert acc.complete_segment("E", owner=old) is False
+    assert acc.cleanup("E", owner=old) is False
+    assert acc.status("E") == "open" and acc.held("E") == {CODEC}
+    assert acc.on_failure("E", owner=new) and acc.cleanup("E", owner=new)
+    assert len(acc) == 0
+
+
+def test_memory_is_bounded_by_live_requests() -> None:
+    acc = make()
+    for i in range(1000):
+        acc.open(f"req-{i}").get_or_create(CODEC, list)
+        acc.cleanup(f"req-{i}")
+    assert len(acc) == 0 and not acc._generations
+
+
+def test_segment_completion_keeps_request_wide_state() -> None:
+    acc = make()
+    view = acc.open("E")
+    state = view.get_or_create(CODEC, list)
+    assert acc.complete_segment("E") and acc.complete_segment("E")
+    assert view.get_or_create(CODEC, list) is state and acc.status("E") == "open"
+
+
+def test_failure_keeps_state_until_finalization() -> None:
+    acc = make()
+    view = acc.open("E")
+    state = view.get_or_create(CODEC, list)
+    assert acc.on_failure("E") and acc.status("E") == "failed"
+    assert view.active and view.get_or_create(CODEC, list) is state
+    assert view.resolve(FRAMES, list).status == "created"
+    assert acc.complete_segment("E") and acc.status("E") == "failed"
+    assert acc.cleanup("E") and not view.active
+
+
+def test_runtime_conditions_fail_open() -> None:
+    acc = make()
+    assert acc.complete_segment("nope") is False
+    assert acc.on_failure("nope") is False
+    assert acc.cleanup("nope") is False
+    value = acc.get_or_create("nope", CODEC, lambda: ["x"])
+    assert value == ["x"] and "nope" not in acc
+
+
+def test_factory_exception_propagates_and_leaves_no_state() -> None:
+    acc = make()
+    view = acc.open("E")
+
+    def broken() -> list[int]:
+        raise RuntimeError("producer bug")
+
+    with pytest.raises(RuntimeError):
+        view.get_or_create(CODEC, broken)
+    assert acc.held("E") == frozenset()
+    assert view.resolve(CODEC, list).status == "created"
+
+
+def test_factory_may_use_other_namespaces() -> None:
+    acc = make()
+    view = acc.open("E")
+
+    def factory() -> dict[str, Any]:
+        return {"frames": view.get_or_create(FRAMES, list)}
+
+    codec = view.get_or_create(CODEC, factory)
+    assert codec["frames"] is view.get(FRAMES) and acc.held("E") == {CODEC, FRAMES}
+
+
+@pytest.mark.parametrize(
+    "call, error, on_view",
+    [
+        (lambda acc, v: v.get_or_create("undeclared", list), UnknownNamespaceError, True),
+        (lambda acc, v: v.get("undeclared"), UnknownNamespaceError, True),
+        (lambda acc, v: v.get_or_create(CODEC, 42), TypeError, True),
+        (lambda acc, v: v.get_or_create(CODEC, lambda: None), ValueError, True),
+        (lambda acc, v: acc.open(7), TypeError, False),
+        (lambda acc, v: acc.cleanup(b"E"), TypeError, False),
+        (lambda acc, v: acc.view(None), TypeError, False),
+    ],
+)
+def test_programmer_errors_raise(call: Any, error: type[Exception], on_view: bool) -> None:
+    acc = make()
+    view = acc.open("E")
+    with pytest.raises(error):
+        call(acc, view)
+    if on_view:  # ...even on a fenced view
+        acc.cleanup("E")
+        with pytest.raises(error):
+            call(acc, view)
+
+
+@pytest.mark.parametrize(
+    "namespaces, error",
+    [
+        ((), ValueError),
+        (("a", "a"), ValueError),
+        (("a", ""), TypeError),
+        (("a", 1), TypeError),
+        (tuple(f"n{i}" for i in range(MAX_NAMESPACES + 1)), ValueError),
+    ],
+)
+def test_bad_declarations_raise(namespaces: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        RequestStateAccessor(namespaces)
+
+
+def test_repr_and_access() -> None:
+    acc = make()
+    view = acc.open("E")
+    assert "active" in repr(view) and "RequestStateAccessor" in repr(acc)
+    assert acc.namespaces == NS and acc.machine is rs.REQUEST_STATE
+    assert Access([], "reused").stored and not Access([], "detached").stored
+
+
+# -- the runtime: threads --------------------------------------------------------------------
+
+
+def test_threads_race_for_the_first_create() -> None:
+    acc = make()
+    view = acc.open("E")
+    barrier = threading.Barrier(8)
+    calls: list[int] = []
+    results: list[object] = []
+    lock = threading.Lock()
+
+    def factory() -> list[int]:
+        with lock:
+            calls.append(1)
+        time.sleep(0.001)
+        return []
+
+    def worker() -> None:
+        barrier.wait()
+        value = view.get_or_create(CODEC, factory)
+        with lock:
+            results.append(value)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [1]
+    assert all(r is results[0] for r in results) and len(results) == 8
+
+
+def test_threads_race_cleanup_and_reuse_without_crossing() -> None:
+    """Retained views keep writing while the id is cleaned up and reused."""
+    acc = make()
+    rounds = 30
+    stop = threading.Event()
+    views: list[RequestStateView] = []
+    views_lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def producer(index: int) -> None:
+        try:
+            while not stop.is_set():
+                with views_lock:
+                    snapshot = list(views)
+                for view in snapshot:
+                    generation = view.generation
+                    namespace = NS[index % 2]
+                    access = view.resolve(namespace, lambda g=generation: [g])
+                    if access.stored:
+                        # Whatever a view stores belongs to its own generation.
+                        assert access.value[0] == generation
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=producer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(rounds):
+            view = acc.open("E")
+            with views_lock:
+                views.append(view)
+            time.sleep(0.0005)
+            acc.complete_segment("E")
+            acc.cleanup("E")
+            assert "E" not in acc
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert "E" not in acc and all(not v.active for v in views)
+    # After the last cleanup nothing was recreated by any retained view.
+    assert acc.held("E") == frozenset() and len(acc) == 0
+    final = acc.open("E")
+    assert final.namespaces() == frozenset()
+
+
+# -- lockstep: the runtime against the model --------------------------------------------------
+
+
+class AccessorBinding(Adapter):
+    """Drive `RequestStateAccessor` the way the adapter's glue would, from model steps.
+
+    Each model step maps to the accessor calls the chunk-transfer adapter
+    makes at that point: a sender token created -> ``open(ext, owner)``; the
+    producer's accesses -> ``view(ext, owner).resolve``; retained accesses ->
+    the view captured by that producer; the request-state transitions taken ->
+    ``complete_segment`` / ``on_failure`` / ``cleanup``.
+    """
+
+    name = "request_state_impl"
+
+    def setup(self, system: System) -> None:
+        self.system = system
+        self.accessor = RequestStateAccessor(NS)
+        self.owners: dict[Handle, object] = {}
+        self.views: dict[Handle, RequestStateView] = {}
+        self.expected_accesses: tuple[tuple[str, str], ...] = ()
+        self.observed_accesses: tuple[tuple[str, str], ...] = ()
+
+    def apply(self, step: SystemStep, before: SystemState) -> None:
+        was, now = self.system.view(before), self.system.view(step.state)
+        expected: list[tuple[str, str]] = []
+        observed: list[tuple[str, str]] = []
+        for ext in self.system.component("sender").key_values:
+            old, new = was.slot("sender", ext), now.slot("sender", ext)
+            if new.snapshot is not None and new.generation != old.generation:
+                handle = Handle("sender", ext, new.generation)
+                self.owners[handle] = object()
+                self.accessor.open(str(ext), owner=self.owners[handle])
+        for emitted in step.outputs:
+            output = emitted.output
+            if output.name != "access":
+                continue
+            sender: Handle = output.get("view")
+            if not output.get("retained"):
+                self.views[sender] = self.accessor.view(str(sender.key), owner=self.owners[sender])
+            access = self.views[sender].resolve(output.get("namespace"), list)
+            expected.append((output.get("namespace"), output.get("result")))
+            observed.append((output.get("namespace"), _MODEL_STATUS[access.status]))
+        ext = self.system.component("state").key_values[0]
+        for taken in step.taken:
+            if taken.component != "state":
+                continue
+            event = taken.transition.split("--")[1]
+            if event == "complete_segment":
+                self.accessor.complete_segment(str(ext))
+            elif event == "send_failed":
+                self.accessor.on_failure(str(ext))
+            elif event == "release":
+                self.accessor.cleanup(str(ext))
+        self.expected_accesses = tuple(expected)
+        self.observed_accesses = tuple(observed)
+
+    def observe(self) -> Hashable:
+        ext = str(self.system.component("state").key_values[0])
+        views = tuple(sorted((h.generation, v.active) for h, v in self.views.items()))
+        return (
+            ("status", self.accessor.status(ext)),
+            ("held", self.accessor.held(ext)),
+            ("accesses", self.observed_accesses),
+            ("views", views),
+        )
+
+    def expect(self, view: StateView) -> Hashable:
+        ext = self.system.component("state").key_values[0]
+        snap = view.snapshot("state", ext)
+        held = (
+            frozenset()
+            if snap is None
+            else frozenset(ns for i, ns in enumerate(NS) if getattr(snap, rs.namespace_var(i)))
+        )
+        views = tuple(
+            sorted(
+                (
+                    sender.generation,
+                    view.slot("state", state.key).generation == state.generation
+                    and view.slot("state", state.key).snapshot is not None,
+                )
+                for sender, state in view.get("views")
+            )
+        )
+        return (
+            ("status", None if snap is None else snap.state),
+            ("held", held),
+            ("accesses", self.expected_accesses),
+            ("views", views),
+        )
+
+
+_MODEL_STATUS = {"created": "created", "reused": "reused", "detached": "refused"}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_lockstep_random_action_sequences(data: st.DataObject) -> None:
+    system = rs.REQUEST_STATE_SYSTEM
+    binding = AccessorBinding()
+    binding.setup(system)
+    state = system.init_states()[0]
+    assert binding.observe() == binding.expect(system.view(state))
+    for _ in range(data.draw(st.integers(0, 40), label="steps")):
+        enabled = system.successors(state)
+        if not enabled:
+            break
+        step = data.draw(st.sampled_from(enabled), label="step")
+        binding.apply(step, state)
+        state = step.state
+        assert binding.observe() == binding.expect(system.view(state)), step.action
+
+
+def test_fuzz_reference_conforms() -> None:
+    report = fuzz(rs.REQUEST_STATE_SYSTEM, AccessorBinding, max_examples=30, seed=0)
+    assert report.ok, report.finding and report.finding.trace.table(rs.REQUEST_STATE_SYSTEM)
+
+
+def test_reference_witnesses_replay_on_the_runtime() -> None:
+    report = report_of(TARGETS["request_state_system"])
+    for result in report.results:
+        if result.trace is not None:
+            finding = replay_with_adapter(report.system, result.trace, AccessorBinding)
+            assert finding is None, (result.property.id, finding)
+
+
+@pytest.mark.parametrize(
+    "variant, prop",
+    [
+        ("request_state_seed000_p1", "eos_delivered"),
+        ("request_state_p1_fail_open", "flush_reaches_state"),
+        ("request_state_stale_handle", "generation_fenced"),
+        ("request_state_retained_unfenced", "no_recreate_after_cleanup"),
+        ("request_state_segment_clears", "request_state_retained"),
+        ("request_state_failure_clears", "request_state_retained"),
+    ],
+)
+def test_runtime_diverges_from_each_variant_on_its_counterexample(variant: str, prop: str) -> None:
+    """The runtime does not do what the buggy variant does, at the very step it goes wrong."""
+    report = report_of(TARGETS[variant])
+    trace = report.result(prop).trace
+    assert trace is not None
+    known = {p.id: "variant" for p in report.system.properties}
+    finding = replay_with_adapter(report.system, trace, AccessorBinding, known=known)
+    assert finding is not None and finding.kind == "conformance", finding
+    assert len(finding.trace) == len(trace)  # at the last step, not before
+
+
+def _release_does_not_fence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(impl._Generation, "live", property(lambda self: True))
+
+
+def _segment_end_drops_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    fire = impl._Generation.fire
+
+    def dropping(self: Any, event: str) -> bool:
+        accepted = fire(self, event)
+        if event == "complete_segment":
+            self.values.clear()
+        return accepted
+
+    monkeypatch.setattr(impl._Generation, "fire", dropping)
+
+
+@pytest.mark.parametrize("mutate", [_release_does_not_fence, _segment_end_drops_values])
+def test_lockstep_is_not_vacuous(mutate: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken runtime is caught: the lockstep check itself can fail."""
+    mutate(monkeypatch)
+    report = fuzz(rs.REQUEST_STATE_SYSTEM, AccessorBinding, max_examples=30, seed=0)
+    assert report.finding is not None and report.finding.kind == "conformance"
