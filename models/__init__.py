@@ -13,7 +13,12 @@ import importlib
 from statecore.adapter import AdapterSpec
 from statecore.registry import Target
 
-MODEL_MODULES: tuple[str, ...] = ("chunk_transfer", "stream_edge", "request_lifecycle")
+MODEL_MODULES: tuple[str, ...] = (
+    "chunk_transfer",
+    "request_state",
+    "stream_edge",
+    "request_lifecycle",
+)
 
 ADAPTERS: tuple[AdapterSpec, ...] = (
     AdapterSpec(

@@ -515,9 +515,11 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
 
 
 def _view(tx: Tx, ext: Hashable, generation: int) -> View | None:
-    for view in tx.get("views"):
+    """The view a producer of `ext`'s `generation`-th sender generation retained."""
+    views: frozenset[View] = tx.get("views")
+    for view in views:
         if view[0].key == ext and view[0].generation == generation:
-            return view  # type: ignore[no-any-return]
+            return view
     return None
 
 

@@ -90,25 +90,23 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
         State("retiring", doc="cancelled while a chunk was in flight"),
         State("reclaimed", final=True, doc="token popped, state cleared"),
     ]
-    machine_kwargs = dict(
-        variables=[Var("in_flight", BOOL, False, doc="the save thread runs one of its tasks")],
-        events=[
-            Event("save_terminal", doc="save_async accepted a request-terminal chunk"),
-            Event(
-                "begin",
-                [Field("terminal", BOOL)],
-                policy="reject",
-                doc="the save thread takes a task (rejected: the task is discarded as stale)",
-            ),
-            Event(
-                "end",
-                [Field("terminal", BOOL), Field("sent", BOOL)],
-                policy="error",
-                doc="the task's finally: 'sent' is a successful terminal put",
-            ),
-            Event("cleanup", policy="ignore", doc="cleanup_sender(external id)"),
-        ],
-    )
+    variables = [Var("in_flight", BOOL, False, doc="the save thread runs one of its tasks")]
+    events = [
+        Event("save_terminal", doc="save_async accepted a request-terminal chunk"),
+        Event(
+            "begin",
+            [Field("terminal", BOOL)],
+            policy="reject",
+            doc="the save thread takes a task (rejected: the task is discarded as stale)",
+        ),
+        Event(
+            "end",
+            [Field("terminal", BOOL), Field("sent", BOOL)],
+            policy="error",
+            doc="the task's finally: 'sent' is a successful terminal put",
+        ),
+        Event("cleanup", policy="ignore", doc="cleanup_sender(external id)"),
+    ]
     transitions = [
         Transition(("open", "terminal_pending"), "save_terminal", "terminal_pending"),
         # begin: the fence in _send_single_request.
@@ -215,7 +213,8 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
         doc=__doc__ or "",
         states=states,
         transitions=transitions,
-        **machine_kwargs,
+        variables=variables,
+        events=events,
     )
 
 

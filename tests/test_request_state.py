@@ -680,7 +680,7 @@ def _segment_end_drops_values(monkeypatch: pytest.MonkeyPatch) -> None:
     fire = impl._Generation.fire
 
     def dropping(self: Any, event: str) -> bool:
-        accepted = fire(self, event)
+        accepted = bool(fire(self, event))
         if event == "complete_segment":
             self.values.clear()
         return accepted
@@ -688,9 +688,21 @@ def _segment_end_drops_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(impl._Generation, "fire", dropping)
 
 
-@pytest.mark.parametrize("mutate", [_release_does_not_fence, _segment_end_drops_values])
-def test_lockstep_is_not_vacuous(mutate: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "mutate, witness",
+    [
+        (_release_does_not_fence, "retained_view_outlives_generation"),
+        (_segment_end_drops_values, "segment_completed_with_state"),
+    ],
+)
+def test_lockstep_is_not_vacuous(
+    mutate: Any, witness: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A broken runtime is caught: the lockstep check itself can fail."""
+    report = report_of(TARGETS["request_state_system"])
+    trace = report.result(witness).trace
+    assert trace is not None
+    assert replay_with_adapter(report.system, trace, AccessorBinding) is None
     mutate(monkeypatch)
-    report = fuzz(rs.REQUEST_STATE_SYSTEM, AccessorBinding, max_examples=30, seed=0)
-    assert report.finding is not None and report.finding.kind == "conformance"
+    finding = replay_with_adapter(report.system, trace, AccessorBinding)
+    assert finding is not None and finding.kind == "conformance", finding
