@@ -30,6 +30,25 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         "(or: tox -e vllm)",
         doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0",
     ),
+    AdapterSpec(
+        name="request-state-accessor",
+        target="request_state_system",
+        factory="statecore.models.request_state_adapter:AccessorBinding",
+        doc="the reference RequestStateAccessor (statecore.models.request_state_impl)",
+    ),
+    AdapterSpec(
+        name="stream-edge-recorder",
+        target="stream_edge",
+        factory="statecore.models.stream_edge_adapter:StreamEdgeRecorderBinding",
+        doc="the reference StreamEdgeRecorder (statecore.models.stream_edge_impl)",
+    ),
+    AdapterSpec(
+        name="stream-edge-recorder-lifecycle",
+        target="request_lifecycle",
+        factory="statecore.models.stream_edge_adapter:StreamEdgeLifecycleBinding",
+        doc="request_states with StreamEdgeRecorder and drop_request_state "
+        "(statecore.models.stream_edge_impl) on both removal paths",
+    ),
 )
 
 

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import keyword
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
@@ -104,10 +105,10 @@ Emitter = Callable[[Snapshot, Payload], Iterable[Output]]
 
 def check_identifier(kind: str, name: object, where: str) -> str:
     """Return `name` if it is a valid identifier, else raise `InvalidNameError`."""
-    if not isinstance(name, str) or not name.isidentifier():
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise InvalidNameError(
-            f"{where}: {kind} name {name!r} is not a Python identifier; "
-            f"use letters, digits and underscores, not starting with a digit"
+            f"{where}: {kind} name {name!r} is not a Python identifier; use letters, "
+            f"digits and underscores, not starting with a digit, and not a keyword"
         )
     return name
 
@@ -403,6 +404,13 @@ class Machine:
                 f"machine {self.name!r}: no variable(s) {sorted(unknown)}; "
                 f"variables are {[v.name for v in self.variables]}"
             )
+        for var in self.variables:
+            if var.name in values and values[var.name] not in var.domain:
+                from .errors import VariableDomainError
+
+                raise VariableDomainError(
+                    f"machine {self.name!r}: {var.name}={values[var.name]!r} is outside its domain"
+                )
         row = [state] + [values.get(v.name, v.default) for v in self.variables]
         return self.snapshot_class(row)
 

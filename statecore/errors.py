@@ -1,9 +1,11 @@
 """Exception classes.
 
-Every definition error is raised while a `Machine` or `System` is being built,
-never later, and its message names the machine, the culprit (state, event,
-variable, field or transition) and the fix. Each kind of mistake has its own
-class so that tests and tools can tell them apart.
+Definition errors are raised while a definition is being built - an `Event`,
+a `Machine`, a `System`, or a snapshot built by hand with
+``Machine.snapshot`` - never while a built machine runs. Their messages name
+the culprit (machine, state, event, variable, field or transition) and the
+fix. Each kind of mistake has its own class so that tests and tools can tell
+them apart.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .definition import Machine, Snapshot
-from .semantics import ACCEPTED, Outcome, enabled, step
+from .semantics import ACCEPTED, Outcome, check_fire, enabled, step
 
 Listener = Callable[["Instance", Outcome], None]
 
@@ -47,7 +47,10 @@ class _Node:
 def _node(machine: Machine, snapshot: Snapshot) -> _Node:
     """The shared node for `snapshot`, or a private one once the cache is full."""
     nodes: dict[Snapshot, _Node] = machine.outcome_cache
-    node = nodes.get(snapshot)
+    try:
+        node = nodes.get(snapshot)
+    except TypeError:  # an unhashable value in a variable: a private, uncached node
+        return _Node(snapshot)
     if node is None:
         node = _Node(snapshot)
         if len(nodes) < CACHE_LIMIT:
@@ -63,12 +66,19 @@ def _edge(
     target = node if outcome[1] is node.snapshot else _node(machine, outcome[1])
     entry = (outcome, target)
     if event in machine.cacheable_events:
-        key = (event, tuple(payload.items())) if payload else event
+        key = _key(event, payload)
         try:
             node.edges[key] = entry
         except TypeError:  # an unhashable payload value: not cacheable
             pass
     return entry
+
+
+def _key(event: str, payload: dict[str, Any]) -> object:
+    """The edge key of a fire: payload values with their types (so 1 and True differ)."""
+    if not payload:
+        return event
+    return (event, tuple(payload.items()), tuple(map(type, payload.values())))
 
 
 class Instance:
@@ -111,7 +121,7 @@ class Instance:
         with self._lock:
             node = self._node
             try:
-                entry = node.edges.get((event, tuple(payload.items())) if payload else event)
+                entry = node.edges.get(_key(event, payload) if payload else event)
             except TypeError:  # an unhashable payload value
                 entry = None
             if entry is None:
@@ -123,7 +133,11 @@ class Instance:
         return outcome
 
     def can_fire(self, event: str, /, **payload: Any) -> bool:
-        """Whether `event` with `payload` would be accepted now (a snapshot read)."""
+        """Whether `event` with `payload` would be accepted now (a snapshot read).
+
+        An undeclared event or a wrong payload raises `FireError`, as `fire` does.
+        """
+        check_fire(self.machine, event, payload)
         return enabled(self.machine, self._node.snapshot, event, payload)
 
     def add_listener(self, listener: Listener) -> None:

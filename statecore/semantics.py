@@ -66,10 +66,10 @@ def step(
         payload = _EMPTY
     candidates = machine.dispatch[snapshot[0]].get(event)
     if candidates is None:
-        _check_fire(machine, event, payload)
+        check_fire(machine, event, payload)
         return _no_transition(machine, snapshot, event, payload, "no transition from state")
     if payload.keys() != candidates[0].field_names:
-        _check_fire(machine, event, payload)
+        check_fire(machine, event, payload)
     for target, guard, effect, emit_fn, emit_static, transition, _ in candidates:
         if guard is not None and not guard(snapshot, payload):
             continue
@@ -81,7 +81,7 @@ def step(
             nxt = machine.snapshot_class((target,) + snapshot[1:])
         outputs = emit_static if emit_fn is None else tuple(emit_fn(snapshot, payload))
         return _new_outcome(Outcome, (ACCEPTED, nxt, outputs, transition, event, ""))
-    _check_fire(machine, event, payload)
+    check_fire(machine, event, payload)
     return _no_transition(machine, snapshot, event, payload, "no guard holds")
 
 
@@ -126,7 +126,8 @@ def _no_transition(
     return _new_outcome(Outcome, (status, snapshot, (), None, event, why))
 
 
-def _check_fire(machine: Machine, event: str, payload: Payload) -> None:
+def check_fire(machine: Machine, event: str, payload: Payload) -> None:
+    """Raise `FireError` unless `event` is declared and `payload` has exactly its fields."""
     declared = machine.event_index.get(event)
     if declared is not None and payload.keys() == declared.field_names:
         return

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Hashable
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statecore.models import request_state as rs
 from statecore.models import request_state_impl as impl
+from statecore.models.request_state_adapter import NS, AccessorBinding
 from statecore.models.request_state_impl import (
     MAX_NAMESPACES,
     Access,
@@ -31,16 +31,13 @@ from statecore.models.request_state_impl import (
     UnknownNamespaceError,
 )
 
-from statecore.adapter import Adapter
 from statecore.explore import HOLDS, VACUOUS, VIOLATED, Report, explore
 from statecore.fuzz import fuzz, replay_with_adapter
 from statecore.registry import Target
-from statecore.system import Handle, StateView, System, SystemState, SystemStep
 from statecore.trace import Trace
 
 TARGETS = {t.name: t for t in rs.TARGETS}
 VARIANTS = [t for t in rs.TARGETS if t.kind == "variant"]
-NS = rs.NAMESPACES
 CODEC, FRAMES = NS
 
 _REPORTS: dict[str, Report] = {}
@@ -524,99 +521,6 @@ def test_threads_race_cleanup_and_reuse_without_crossing() -> None:
 
 
 # -- lockstep: the runtime against the model --------------------------------------------------
-
-
-class AccessorBinding(Adapter):
-    """Drive `RequestStateAccessor` the way the adapter's glue would, from model steps.
-
-    Each model step maps to the accessor calls the chunk-transfer adapter
-    makes at that point: a sender token created -> ``open(ext, owner)``; the
-    producer's accesses -> ``view(ext, owner).resolve``; retained accesses ->
-    the view captured by that producer; the request-state transitions taken ->
-    ``complete_segment`` / ``on_failure`` / ``cleanup``.
-    """
-
-    name = "request_state_impl"
-
-    def setup(self, system: System) -> None:
-        self.system = system
-        self.accessor = RequestStateAccessor(NS)
-        self.owners: dict[Handle, object] = {}
-        self.views: dict[Handle, RequestStateView] = {}
-        self.expected_accesses: tuple[tuple[str, str], ...] = ()
-        self.observed_accesses: tuple[tuple[str, str], ...] = ()
-
-    def apply(self, step: SystemStep, before: SystemState) -> None:
-        was, now = self.system.view(before), self.system.view(step.state)
-        expected: list[tuple[str, str]] = []
-        observed: list[tuple[str, str]] = []
-        for ext in self.system.component("sender").key_values:
-            old, new = was.slot("sender", ext), now.slot("sender", ext)
-            if new.snapshot is not None and new.generation != old.generation:
-                handle = Handle("sender", ext, new.generation)
-                self.owners[handle] = object()
-                self.accessor.open(str(ext), owner=self.owners[handle])
-        for emitted in step.outputs:
-            output = emitted.output
-            if output.name != "access":
-                continue
-            sender: Handle = output.get("view")
-            if not output.get("retained"):
-                self.views[sender] = self.accessor.view(str(sender.key), owner=self.owners[sender])
-            access = self.views[sender].resolve(output.get("namespace"), list)
-            expected.append((output.get("namespace"), output.get("result")))
-            observed.append((output.get("namespace"), _MODEL_STATUS[access.status]))
-        ext = self.system.component("state").key_values[0]
-        for taken in step.taken:
-            if taken.component != "state":
-                continue
-            event = taken.transition.split("--")[1]
-            if event == "complete_segment":
-                self.accessor.complete_segment(str(ext))
-            elif event == "send_failed":
-                self.accessor.on_failure(str(ext))
-            elif event == "release":
-                self.accessor.cleanup(str(ext))
-        self.expected_accesses = tuple(expected)
-        self.observed_accesses = tuple(observed)
-
-    def observe(self) -> Hashable:
-        ext = str(self.system.component("state").key_values[0])
-        views = tuple(sorted((h.generation, v.active) for h, v in self.views.items()))
-        return (
-            ("status", self.accessor.status(ext)),
-            ("held", self.accessor.held(ext)),
-            ("accesses", self.observed_accesses),
-            ("views", views),
-        )
-
-    def expect(self, view: StateView) -> Hashable:
-        ext = self.system.component("state").key_values[0]
-        snap = view.snapshot("state", ext)
-        held = (
-            frozenset()
-            if snap is None
-            else frozenset(ns for i, ns in enumerate(NS) if getattr(snap, rs.namespace_var(i)))
-        )
-        views = tuple(
-            sorted(
-                (
-                    sender.generation,
-                    view.slot("state", state.key).generation == state.generation
-                    and view.slot("state", state.key).snapshot is not None,
-                )
-                for sender, state in view.get("views")
-            )
-        )
-        return (
-            ("status", None if snap is None else snap.state),
-            ("held", held),
-            ("accesses", self.expected_accesses),
-            ("views", views),
-        )
-
-
-_MODEL_STATUS = {"created": "created", "reused": "reused", "detached": "refused"}
 
 
 @settings(max_examples=120, deadline=None)

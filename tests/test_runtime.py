@@ -24,7 +24,9 @@ from statecore import (
     TransitionError,
     Var,
     out,
+    step,
 )
+from statecore.errors import InvalidNameError
 
 
 def switch() -> Machine:
@@ -293,3 +295,50 @@ def test_import_statecore_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(result.stdout) == []
+
+
+# -- regressions ----------------------------------------------------------------
+
+
+def _typed_machine() -> Machine:
+    """Tells True from 1 in its emitter: the memo must too."""
+    return Machine(
+        "typed",
+        states=[State("idle", initial=True)],
+        events=[Event("go", [Field("x", (1, True, 2))])],
+        transitions=[
+            Transition(
+                "idle",
+                "go",
+                None,
+                emit=lambda s, p: [out("seen", kind=type(p["x"]).__name__)],
+            )
+        ],
+    )
+
+
+def test_memo_keeps_equal_payloads_of_different_types_apart() -> None:
+    machine = _typed_machine()
+    inst = Instance(machine)
+    assert inst.fire("go", x=True).outputs == (out("seen", kind="bool"),)
+    assert inst.fire("go", x=1).outputs == (out("seen", kind="int"),)
+    assert step(machine, inst.snapshot, "go", {"x": 1}).outputs == (out("seen", kind="int"),)
+
+
+def test_can_fire_rejects_undeclared_events_and_wrong_payloads() -> None:
+    inst = Instance(_typed_machine())
+    with pytest.raises(FireError, match="no event 'nope'"):
+        inst.can_fire("nope")
+    with pytest.raises(FireError, match="missing"):
+        inst.can_fire("go")
+    assert inst.can_fire("go", x=2)
+
+
+def test_keywords_are_not_names() -> None:
+    with pytest.raises(InvalidNameError, match="'class'"):
+        Machine(
+            "class",
+            states=[State("a", initial=True)],
+            events=[Event("e")],
+            transitions=[Transition("a", "e")],
+        )

@@ -16,15 +16,14 @@ skipped without it. Importing vLLM-Omni takes 15-50 s, once for the module.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("vllm_omni")
-
-from statecore.fuzz import Finding, fuzz  # noqa: E402
-from statecore.models.vllm_omni_adapter import (  # noqa: E402
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import run_state_machine_as_test
+from statecore.models.vllm_omni_adapter import (
     ADAPTERS,
     KNOWN_0_30_0,
     MUTANTS,
@@ -34,8 +33,13 @@ from statecore.models.vllm_omni_adapter import (  # noqa: E402
     fuzz_system_0_30_0,
     real_classes,
 )
-from statecore.registry import load_path  # noqa: E402
-from statecore.system import ActionLabel, Keys, System, SystemState  # noqa: E402
+
+from statecore.adapter import Adapter
+from statecore.fuzz import PROFILES, Finding, fuzz, state_machine
+from statecore.registry import load_path
+from statecore.system import ActionLabel, Keys, System, SystemState
+
+pytest.importorskip("vllm_omni")
 
 REAL = real_classes()  # the 15-50 s import, once per process
 MODEL = fuzz_system_0_30_0()
@@ -45,6 +49,7 @@ R2 = "ext0-r2"
 PROCESSOR_FAILURE_VISIBLE = "processor_failure_visible"
 FUZZ_EXAMPLES = 300
 MUTANT_EXAMPLES = 300
+MUTANT_SECONDS = 60.0
 
 
 class Lockstep:
@@ -234,17 +239,60 @@ def test_processor_exception_on_a_terminal_becomes_an_empty_terminal() -> None:
 # -- (c) mutation check ----------------------------------------------------------------
 
 
+def first_finding(
+    system: System, factory: Callable[[], Adapter], *, max_examples: int, seed: int
+) -> tuple[Finding | None, int, float]:
+    """The fuzz search without shrinking: (first finding, examples run, seconds).
+
+    `fuzz` shrinks (and explains) every finding, which costs far more than
+    finding it; a mutation check only needs to know it is found.
+    """
+    examples = 0
+
+    def counted() -> Adapter:
+        nonlocal examples
+        examples += 1
+        return factory()
+
+    machine = state_machine(system, counted)
+    config = settings(
+        max_examples=max_examples,
+        stateful_step_count=PROFILES["ci"]["stateful_step_count"],
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    started = time.perf_counter()
+    try:
+        run_state_machine_as_test(hypothesis_seed(seed)(machine), settings=config)
+    except Finding as finding:
+        return finding, examples, time.perf_counter() - started
+    return None, examples, time.perf_counter() - started
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_a_reintroduced_bug_is_found(mutant: Mutant, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, replacement in mutant.patches(REAL.adapter).items():
         monkeypatch.setattr(REAL.adapter, name, replacement)
-    started = time.perf_counter()
-    report = fuzz(MODEL, OmniChunkTransferAdapterBinding, max_examples=MUTANT_EXAMPLES, seed=0)
-    seconds = time.perf_counter() - started
-    assert report.finding is not None, f"{mutant.name} ({mutant.doc}) survived"
-    finding = report.finding
-    print(
-        f"\n{mutant.name}: {finding.kind} {finding.property_id} in {seconds:.1f}s "
-        f"({report.examples} examples incl. shrinking; "
-        f"{len(finding.trace.steps) - 1} steps after shrinking)"
+    finding, examples, seconds = first_finding(
+        MODEL, OmniChunkTransferAdapterBinding, max_examples=MUTANT_EXAMPLES, seed=0
     )
+    assert finding is not None, f"{mutant.name} ({mutant.doc}) survived {examples} examples"
+    print(
+        f"\n{mutant.name}: {finding.kind} {finding.property_id} after {examples} examples, "
+        f"{seconds:.1f}s ({len(finding.trace.steps) - 1} steps, unshrunk)"
+    )
+    assert seconds < MUTANT_SECONDS
+
+
+def test_a_mutant_finding_shrinks_to_the_issue_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The full fuzz() run, shrinking included, on the #6670 mutant: the
+    # shortest trace is the issue's - a terminal queued, then cleanup.
+    (mutant,) = [m for m in MUTANTS if m.name == "cleanup_drops_queued_terminal"]
+    for name, replacement in mutant.patches(REAL.adapter).items():
+        monkeypatch.setattr(REAL.adapter, name, replacement)
+    report = fuzz(MODEL, OmniChunkTransferAdapterBinding, max_examples=MUTANT_EXAMPLES, seed=0)
+    assert report.finding is not None
+    actions = [str(step.action) for step in report.finding.trace.steps[1:]]
+    assert actions == ["new_request(ext=ext0)", "save_terminal(ext=ext0)", "abort(ext=ext0)"]
