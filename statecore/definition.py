@@ -77,6 +77,7 @@ class Snapshot(tuple[Any, ...]):
     __slots__ = ()
     _machine_name: str = "?"
     _fields: tuple[str, ...] = ("state",)
+    _plain: bool = False  # no variable can hold a model value (symmetry skips it)
 
     @property
     def state(self) -> str:

@@ -31,7 +31,7 @@ from .properties import (
     advance_monitor,
     pending_hot,
 )
-from .symmetry import Renaming, canonical, rename, rename_state, renamings
+from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 from .system import ActionLabel, System, SystemState, SystemStep
 from .trace import Trace, TraceStep
 
@@ -158,6 +158,7 @@ class _Explorer:
         self.props = tuple(system.properties if properties is None else properties)
         self.monitors = tuple(p for p in self.props if p.kind == "monitor")
         self.group: tuple[Renaming, ...] = renamings(system) if symmetry else ({},)
+        self.canonicalizer = Canonicalizer(system)
         self.symmetry = symmetry
         self.max_states = max_states
         self.stop_on_violation = stop_on_violation
@@ -230,7 +231,7 @@ class _Explorer:
         return self.stop_on_violation and any(r.verdict == VIOLATED for r in self.results.values())
 
     def _canon(self, node: Node) -> Node:
-        return canonical(self.system, node, self.group) if self.symmetry else node
+        return self.canonicalizer(node) if self.symmetry else node
 
     def _advance(self, node: Node, step_: SystemStep) -> Node:
         monitors, refusals = self._step_monitors(node[1:], step_)

@@ -3,25 +3,36 @@
 Ids of a symmetric `Keys` set are `ModelValue` values that no model can tell
 apart, so renaming them throughout a state (slots, globals, handles inside
 queues, monitor states) gives an equivalent state. The explorer keeps one
-representative per such orbit: the renaming with the smallest hash.
-Choosing by hash is sound - the representative is always a member of the
-orbit, so no two distinguishable states are ever merged - and a hash tie can
-only cost some reduction, never a wrong verdict.
+representative per such orbit.
+
+Finding the representative by trying every renaming costs ``k!`` deep
+renames per state. Instead the ids are first ordered by a *signature*: the
+hash of the slots each id owns (its instances and their generations), which
+does not change when ids are renamed. Ids with distinct signatures get their
+canonical names from that order in one rename; only ids whose signatures tie
+are tried in every order, keeping the renamed state with the smallest hash.
+
+Both steps are sound - the representative is always a renaming of the state,
+so no two distinguishable states are ever merged. A signature that mentions
+other ids, or a hash tie, can only cost some reduction, never a wrong verdict.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .system import Keys, ModelValue, System
+from .definition import Snapshot
+from .system import Handle, Keys, ModelValue, Slot, System, SystemState
 
 Renaming = Mapping[ModelValue, ModelValue]
 
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
-def renamings(system: System) -> tuple[Renaming, ...]:
-    """Every permutation of the symmetric key sets, the identity first."""
+
+def symmetric_groups(system: System) -> tuple[Keys, ...]:
+    """The symmetric key sets of `system` with more than one id."""
     groups: dict[str, Keys] = {}
     for comp in system.components:
         if isinstance(comp.keys, Keys) and comp.keys.symmetric and comp.keys.size > 1:
@@ -30,9 +41,14 @@ def renamings(system: System) -> tuple[Renaming, ...]:
         for domain in action.params.values():
             if isinstance(domain, Keys) and domain.symmetric and domain.size > 1:
                 groups[domain.name] = domain
+    return tuple(groups.values())
+
+
+def renamings(system: System) -> tuple[Renaming, ...]:
+    """Every permutation of the symmetric key sets, the identity first."""
     per_group = [
         [dict(zip(keys.values, perm)) for perm in itertools.permutations(keys.values)]
-        for keys in groups.values()
+        for keys in symmetric_groups(system)
     ]
     result: list[Renaming] = []
     for combo in itertools.product(*per_group):
@@ -46,9 +62,21 @@ def renamings(system: System) -> tuple[Renaming, ...]:
 def rename(value: Any, renaming: Renaming) -> Any:
     """`value` with every `ModelValue` replaced through `renaming`."""
     kind = type(value)
+    if kind in _SCALARS:
+        return value
     if kind is ModelValue:
         return renaming.get(value, value)
+    if kind is Handle:
+        key = value.key
+        return Handle(value.component, renaming.get(key, key), value.generation)
+    if kind is Slot:
+        snap = value.snapshot
+        if snap is None or type(snap)._plain:
+            return value
+        return Slot(value.generation, rename(snap, renaming))
     if isinstance(value, tuple):
+        if isinstance(value, Snapshot) and type(value)._plain:
+            return value  # a machine whose domains hold no ids
         items = [rename(item, renaming) for item in value]
         if kind is tuple:
             return tuple(items)
@@ -61,8 +89,6 @@ def rename(value: Any, renaming: Renaming) -> Any:
 
 def rename_state(system: System, state: Any, renaming: Renaming) -> Any:
     """Rename a `SystemState` (slots move to their renamed keys) or an explorer node."""
-    from .system import SystemState
-
     if isinstance(state, SystemState):
         slots = list(state.slots)
         for index, (component, key) in enumerate(system.slot_keys()):
@@ -73,8 +99,81 @@ def rename_state(system: System, state: Any, renaming: Renaming) -> Any:
     return (rename_state(system, head, renaming), *rename(tuple(rest), renaming))
 
 
+class Canonicalizer:
+    """Maps explorer nodes to orbit representatives; see the module docstring."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.groups = symmetric_groups(system)
+        # For each group: the slot positions each id owns, in a fixed order.
+        self._owned: list[list[tuple[ModelValue, tuple[int, ...]]]] = []
+        for keys in self.groups:
+            owned = []
+            for key in keys.values:
+                positions = tuple(i for i, (_, k) in enumerate(system.slot_keys()) if k == key)
+                owned.append((key, positions))
+            self._owned.append(owned)
+
+    @property
+    def active(self) -> bool:
+        """Whether there is anything to reduce."""
+        return bool(self.groups)
+
+    def __call__(self, node: Any) -> Any:
+        if not self.groups:
+            return node
+        state: SystemState = node[0]
+        slots = state.slots
+        choices: list[list[dict[ModelValue, ModelValue]]] = []
+        for keys, owned in zip(self.groups, self._owned):
+            ranked = sorted(
+                ((hash(tuple(slots[i] for i in positions)), key) for key, positions in owned),
+                key=lambda pair: pair[0],
+            )
+            choices.append(list(_orders(ranked, keys.values)))
+        best = None
+        best_hash = 0
+        for combo in itertools.product(*choices):
+            renaming: dict[ModelValue, ModelValue] = {}
+            for part in combo:
+                renaming.update(part)
+            candidate = node if _identity(renaming) else rename_state(self.system, node, renaming)
+            h = hash(candidate)
+            if best is None or h < best_hash:
+                best, best_hash = candidate, h
+        return best
+
+
+def _identity(renaming: Mapping[ModelValue, ModelValue]) -> bool:
+    return all(k == v for k, v in renaming.items())
+
+
+def _orders(
+    ranked: Sequence[tuple[int, ModelValue]], names: Sequence[ModelValue]
+) -> Iterator[dict[ModelValue, ModelValue]]:
+    """Renamings that send ids, in signature order, to the canonical names.
+
+    Ids with equal signatures may go in any order among themselves.
+    """
+    blocks: list[list[ModelValue]] = []
+    last: int | None = None
+    for sig, key in ranked:
+        if blocks and sig == last:
+            blocks[-1].append(key)
+        else:
+            blocks.append([key])
+        last = sig
+    for arrangement in itertools.product(*(itertools.permutations(b) for b in blocks)):
+        order = [key for block in arrangement for key in block]
+        yield dict(zip(order, names))
+
+
 def canonical(system: System, node: Any, group: tuple[Renaming, ...]) -> Any:
-    """The representative of `node`'s orbit under `group`."""
+    """The representative of `node`'s orbit, trying every renaming in `group`.
+
+    The brute-force form, kept as the reference the fast `Canonicalizer` is
+    tested against.
+    """
     if len(group) == 1:
         return node
     best = node

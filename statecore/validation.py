@@ -224,6 +224,11 @@ def _snapshot_class(machine: Machine) -> type[Snapshot]:
         "__slots__": (),
         "_machine_name": machine.name,
         "_fields": names,
+        "_plain": all(
+            type(value) in (str, int, float, bool, type(None))
+            for var in machine.variables
+            for value in var.domain
+        ),
     }
     for index, name in enumerate(names):
         namespace[name] = property(itemgetter(index), doc=f"value of {name!r}")
