@@ -153,7 +153,7 @@ class HandWritten:
     least work possible (no outcome object, no listeners).
     """
 
-    __slots__ = ("state", "puts", "_lock")
+    __slots__ = ("_lock", "puts", "state")
 
     def __init__(self) -> None:
         self.state = "idle"
