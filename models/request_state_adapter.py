@@ -16,12 +16,13 @@ what the model predicts. Standard library and statecore only.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any
 
 from statecore.adapter import Adapter
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
 from . import request_state as rs
-from .request_state_impl import RequestStateAccessor, RequestStateView
+from .request_state_impl import Access, RequestStateAccessor, RequestStateView
 
 __all__ = ["NS", "AccessorBinding"]
 
@@ -69,7 +70,7 @@ class AccessorBinding(Adapter):
             sender: Handle = output.get("view")
             if not output.get("retained"):
                 self.views[sender] = self.accessor.view(str(sender.key), owner=self.owners[sender])
-            access = self.views[sender].resolve(output.get("namespace"), list)
+            access: Access[list[Any]] = self.views[sender].resolve(output.get("namespace"), list)
             expected.append((output.get("namespace"), output.get("result")))
             observed.append((output.get("namespace"), _MODEL_STATUS[access.status]))
         ext = self.system.component("state").key_values[0]

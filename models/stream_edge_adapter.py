@@ -35,14 +35,17 @@ statecore only.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import logging
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from statecore.adapter import Adapter, AdapterError
 from statecore.system import ActionLabel, Handle, StateView, System, SystemState, SystemStep
 
+from . import stream_edge_impl
 from .stream_edge_impl import SegmentHandle, StreamEdgeKey, StreamEdgeRecorder, drop_request_state
 
 __all__ = [
@@ -66,6 +69,34 @@ NO_HANDLE = "no handle"
 def model_accepted(model_step: SystemStep) -> bool:
     """Whether the model recorded the observation a ``record``/``deliver`` step made."""
     return any(e.output.name == "recorded" for e in model_step.outputs)
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def _release_errors_kept() -> Iterator[list[logging.LogRecord]]:
+    """Collect what `drop_request_state` logs instead of printing it.
+
+    A ``raising`` state object's release hook fails on purpose; the helper
+    logs that with a traceback, which would flood a fuzz run's output.
+    """
+    logger = stream_edge_impl.logger
+    handler = _Kept()
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler.records
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(handler)
 
 
 def _events(system: System) -> tuple[str, ...]:
@@ -156,7 +187,7 @@ class StreamEdgeRecorderBinding(Adapter):
             raise AdapterError(f"{self.name}: no binding for action {label}")
         for emitted in step.outputs:
             if emitted.output.name == "recorded" and emitted.source is not None:
-                edge, segment = emitted.source.key  # type: ignore[misc]
+                edge, segment = cast("tuple[str, int]", emitted.source.key)
                 self.values[(edge, segment, emitted.output.get("event"))] = args["elapsed"]
         self.observed_call = (label.name, observed)
         self.expected_call = (label.name, expected)
@@ -179,13 +210,16 @@ class StreamEdgeRecorderBinding(Adapter):
         )
 
     def expect(self, view: StateView) -> Hashable:
-        segments = [(key, slot.snapshot) for key, slot in view.instances("segment")]
+        segments = [
+            (cast("tuple[str, int]", key), slot.snapshot) for key, slot in view.instances("segment")
+        ]
+        recorded: frozenset[tuple[str, int, str]] = view.get("recorded")
         recorder = view.snapshot("recorder", self.owner_key)
         return (
             ("call", self.expected_call),
             (
                 "recorded",
-                tuple(sorted((*key, self.values.get(key)) for key in view.get("recorded"))),
+                tuple(sorted((*key, self.values.get(key)) for key in recorded)),
             ),
             (
                 "current",
@@ -217,6 +251,7 @@ class Entrypoint:
     instances: dict[tuple[str, int], Any] = field(default_factory=dict)
     handles: dict[tuple[str, int, str, int], SegmentHandle] = field(default_factory=dict)
     gauges: list[int] = field(default_factory=list)
+    release_errors: list[str] = field(default_factory=list)
 
     def state_object(self, kind: str) -> Any:
         if kind == "duck":
@@ -253,7 +288,9 @@ class Entrypoint:
             self.instances[(rid, self.generation(rid) + 1)] = state
             self.request_states[rid] = state
         elif label.name in ("cleanup", "abort_sync"):
-            drop_request_state(self.request_states, rid, self.gauges.append)
+            with _release_errors_kept() as logged:
+                drop_request_state(self.request_states, rid, self.gauges.append)
+            self.release_errors.extend(record.getMessage() for record in logged)
         elif label.name == "open_segment":
             recorder = self.request_states[rid].stream_edge_events
             handle = recorder.start_segment(EDGE_KEYS[args["edge"]], args["segment"])
@@ -296,8 +333,8 @@ class StreamEdgeLifecycleBinding(Adapter):
     def setup(self, system: System) -> None:
         self.system = system
         self.entry = Entrypoint(events=_events(system))
-        self.exts = system.component("request").key_values
-        edges = {key[1] for key in system.component("edge").key_values}  # (ext, edge)
+        keys = cast("tuple[tuple[Hashable, str], ...]", system.component("edge").key_values)
+        edges = {edge for _, edge in keys}
         self.edges = _edge_names(tuple(sorted(edges)))
         # What the model said last about handles whose slot a later instance took:
         # (id, instance) -> recorder state; (id, instance, edge, segment) -> segment state.
@@ -306,6 +343,7 @@ class StreamEdgeLifecycleBinding(Adapter):
         # (id, instance, edge, segment, event) -> elapsed_ms, as the model recorded it.
         self.values: dict[tuple[str, int, str, int, str], float] = {}
         self.expected_gauge: int | None = None
+        self.expected_release_errors = 0
         self.observed_call: tuple[str, object] = ("", None)
         self.expected_call: tuple[str, object] = ("", None)
 
@@ -324,21 +362,27 @@ class StreamEdgeLifecycleBinding(Adapter):
         args: dict[str, Any] = dict(label.args)
         for emitted in step.outputs:
             if emitted.output.name == "recorded" and emitted.source is not None:
-                ext, edge, segment = emitted.source.key  # type: ignore[misc]
+                ext, edge, segment = cast("tuple[Hashable, str, int]", emitted.source.key)
                 request = owner[emitted.source]
                 key = (str(ext), request.generation, edge, segment, emitted.output.get("event"))
                 self.values[key] = args["elapsed"]
         if label.name in ("cleanup", "abort_sync"):
             self.expected_gauge = sum(1 for _ in now.live("request"))
+            # The helper logs (never raises) what a raising release hook raises.
+            was = self.system.view(before)
+            ext = args["ext"]
+            removed = Handle("request", ext, was.slot("request", ext).generation)
+            if (removed, "raising") in was.get("state_objects"):
+                self.expected_release_errors += 1
         for handle, snap in [*now.live("recorder"), *now.live("segment")]:
-            request = owner.get(handle)
-            if request is None:
+            made_by = owner.get(handle)
+            if made_by is None:
                 continue
             if handle.component == "recorder":
-                self.recorder_states[(str(request.key), request.generation)] = snap.state
+                self.recorder_states[(str(made_by.key), made_by.generation)] = snap.state
             else:
-                _, edge, segment = handle.key  # type: ignore[misc]
-                where = (str(request.key), request.generation, edge, segment)
+                _, edge, segment = cast("tuple[Hashable, str, int]", handle.key)
+                where = (str(made_by.key), made_by.generation, edge, segment)
                 self.segment_states[where] = snap.state
 
     def observe(self) -> Hashable:
@@ -376,6 +420,7 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("recorders", closed),
             ("handles", handles),
             ("gauge", entry.gauges[-1] if entry.gauges else None),
+            ("release_errors", len(entry.release_errors)),
         )
 
     def expect(self, view: StateView) -> Hashable:
@@ -387,4 +432,5 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("recorders", tuple(sorted((*key, s) for key, s in self.recorder_states.items()))),
             ("handles", tuple(sorted((*key, s) for key, s in self.segment_states.items()))),
             ("gauge", self.expected_gauge),
+            ("release_errors", self.expected_release_errors),
         )

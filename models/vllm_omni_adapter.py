@@ -36,6 +36,17 @@ unread puts, the internal ids with a recorded send failure
 ``terminal_pending``, ``in_flight``), the save queue (internal id, token,
 ``is_finished``) and where the save thread is parked.
 
+Below the model's abstraction (it models neither connector keys nor the
+``requests_num_chunks_sent`` watermark), two 0.30.0 behaviours are not
+compared: a reused external id that joins a generation its failed terminal
+left behind continues the old key counter (its receiver polls key 0 first),
+and a joined request whose token count is below the old watermark has its
+chunks dropped silently. Token counts here grow per external id, so the
+watermark never fires; ``tokens_per_request=True`` shows the drop.
+
+`MUTANTS` re-introduces bugs vLLM-Omni really had into the real class, for
+the mutation check in ``tests/test_vllm_adapter.py``.
+
 Every private vLLM-Omni name this project touches lives in this module, so a
 new vLLM-Omni version means one file to change. ``vllm_omni`` is imported on
 first use (15-50 s) and the classes are cached for the process.
@@ -132,10 +143,10 @@ def _import_real() -> RealClasses:
     try:
         cta = importlib.import_module(CTA_MODULE)
         connector_base = importlib.import_module(CONNECTOR_BASE_MODULE).OmniConnectorBase
-        from vllm import SamplingParams
-        from vllm.v1.request import RequestStatus
-        from vllm_omni.data_entry_keys import OmniPayloadStruct
-        from vllm_omni.request import OmniRequest
+        sampling_params = importlib.import_module("vllm").SamplingParams
+        request_status = importlib.import_module("vllm.v1.request").RequestStatus
+        payload = importlib.import_module("vllm_omni.data_entry_keys").OmniPayloadStruct
+        omni_request = importlib.import_module("vllm_omni.request").OmniRequest
     except ImportError as exc:
         raise AdapterError(
             f"the vllm-omni adapter needs vllm-omni 0.30.0 and vllm ({exc}); install them with: "
@@ -195,8 +206,8 @@ def _import_real() -> RealClasses:
             self.closed = True
 
     return RealClasses(
-        real_adapter, Harnessed, FakeConnector, OmniPayloadStruct, OmniRequest, SamplingParams,
-        RequestStatus,
+        real_adapter, Harnessed, FakeConnector, payload, omni_request, sampling_params,
+        request_status,
     )  # fmt: skip
 
 
@@ -288,8 +299,11 @@ class OmniChunkTransferAdapterBinding(Adapter):
     name = "vllm-omni"
     known = KNOWN_0_30_0
 
-    def __init__(self, *, timeout: float = 10.0) -> None:
+    def __init__(self, *, timeout: float = 10.0, tokens_per_request: bool = False) -> None:
+        """`tokens_per_request` counts each request's tokens from zero, as a new
+        request would; by default they keep growing per external id (see `_save`)."""
         self.timeout = timeout
+        self.tokens_per_request = tokens_per_request
         self.baton = Baton(timeout)
         self.adapter: Any = None
         self.connector: Any = None
@@ -339,7 +353,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
             raise ProcessorFailure(f"statecore: processor raised for {request.request_id}")
         if outcome == "none":
             return None
-        return self.classes.payload(request_id=request.request_id, ids=None, generated_len=1)
+        return self.classes.payload(request_id=request.request_id, generated_len=1)
 
     def flight_request_id(self) -> str:
         """The internal id of the task the save thread runs (for the connector)."""
@@ -369,11 +383,16 @@ class OmniChunkTransferAdapterBinding(Adapter):
 
     def _save(self, ext: Hashable, *, terminal: bool) -> None:
         request = self.requests[ext]
-        # The preemption watermark (requests_num_chunks_sent, CTA:451-462) drops a
-        # chunk whose confirmed token count went backwards; the model leaves
-        # preemption out, so token counts only grow, across requests of one id too.
-        self.computed[ext] = self.computed.get(ext, 0) + 1
-        request.num_computed_tokens = self.computed[ext]
+        # The watermark requests_num_chunks_sent[ext] (CTA:451-462) silently drops a
+        # chunk whose confirmed token count is below the last one enqueued for the
+        # external id: a re-run after preemption, or a reused id whose new request
+        # joined the old generation with fewer tokens. The model leaves the
+        # watermark out, so by default token counts only grow per external id.
+        if self.tokens_per_request:
+            request.num_computed_tokens += 1
+        else:
+            self.computed[ext] = self.computed.get(ext, 0) + 1
+            request.num_computed_tokens = self.computed[ext]
         if terminal:
             request.status = self.classes.status.FINISHED_STOPPED
         self.adapter.save_async(None, request)

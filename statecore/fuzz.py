@@ -370,6 +370,9 @@ def fuzz(
     stats = _Stats()
     machine = state_machine(system, adapter_factory, known=known, swarm=swarm, stats=stats)
     base = dict(PROFILES[profile])
+    warm = adapter_factory()  # imports and first-use costs stay outside the budget
+    warm.setup(system)
+    warm.teardown()
     started = time.perf_counter()
     finding: Finding | None = None
     round_ = 0
@@ -383,7 +386,9 @@ def fuzz(
             database=None,
             derandomize=False,
             suppress_health_check=list(HealthCheck),
-            phases=[Phase.generate, Phase.shrink, Phase.explain],
+            # No Phase.explain: it traces every line run, the implementation's too,
+            # and costs seconds per finding on a real stack.
+            phases=[Phase.generate, Phase.shrink],
             report_multiple_bugs=False,
         )
         seeded = hypothesis_seed((seed or 0) * 1_000_003 + round_)(machine)

@@ -33,7 +33,7 @@ from statecore.models.request_state_impl import (
 
 from statecore.explore import HOLDS, VACUOUS, VIOLATED, Report, explore
 from statecore.fuzz import fuzz, replay_with_adapter
-from statecore.registry import Target
+from statecore.registry import Target, resolve_adapter
 from statecore.trace import Trace
 
 TARGETS = {t.name: t for t in rs.TARGETS}
@@ -544,6 +544,12 @@ def test_lockstep_random_action_sequences(data: st.DataObject) -> None:
 def test_fuzz_reference_conforms() -> None:
     report = fuzz(rs.REQUEST_STATE_SYSTEM, AccessorBinding, max_examples=30, seed=0)
     assert report.ok, report.finding and report.finding.trace.table(rs.REQUEST_STATE_SYSTEM)
+
+
+def test_adapter_is_bundled() -> None:
+    system, factory, spec = resolve_adapter("request_state_system", "request-state-accessor")
+    assert system is rs.REQUEST_STATE_SYSTEM and factory is AccessorBinding
+    assert spec.name == factory().name
 
 
 def test_reference_witnesses_replay_on_the_runtime() -> None:
