@@ -393,7 +393,7 @@ def fuzz(
         )
         seeded = hypothesis_seed((seed or 0) * 1_000_003 + round_)(machine)
         try:
-            run_state_machine_as_test(seeded, settings=config)  # type: ignore[no-untyped-call]
+            run_state_machine_as_test(seeded, settings=config)  # type: ignore[no-untyped-call,unused-ignore]
         except Finding as exc:
             finding = exc
             break

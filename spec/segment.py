@@ -1,0 +1,172 @@
+"""Properties of the segments system (`statecore.models.segment`).
+
+Each property names the vLLM-Omni 0.30.0 code it comes from (paths relative to
+``vllm_omni/``; ``CTA`` is the chunk transfer adapter). The globals they read
+are documented on the system: ``seen_ends`` / ``seen_end`` (what the consumer
+has read), ``lost`` (``save_async`` silently dropped a save of the request's
+open segment), ``late_issued`` / ``late_enqueued`` (the late save for an old
+segment generation was issued / queued). The consumer's outputs
+``received(kind, segment)`` carry the index of the segment each key belongs
+to, a ghost the wire does not carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from statecore import Event, Field, Machine, State, Transition
+from statecore.properties import Property, always, eventually, monitor, sometimes
+from statecore.system import Emitted, StateView
+
+SEGMENT_ORDER = "segment_order"
+LATE_SAVE_DROPPED = "late_save_dropped"
+NO_CURRENT_SAVE_DROPPED = "no_current_save_dropped"
+REQUEST_END_AFTER_SEGMENTS = "request_end_after_segments"
+REQUEST_END_DELIVERED = "request_end_delivered"
+
+SAVE_ASYNC = "chunk_transfer_adapter.py save_async (CTA:370-492)"
+
+
+def segment_stream_monitor(segments: int = 2) -> Machine:
+    """What one request's consumer may read: segment by segment, then the request end."""
+    indices = range(segments + 1)
+    return Machine(
+        "segment_stream",
+        doc="Chunks of the open segment, its end, the next segment, ..., then the request "
+        "end, then nothing.",
+        states=[
+            State("streaming", initial=True, doc="reading the segment `current`"),
+            State("ended", final=True, doc="the request end was read"),
+        ],
+        variables=[Field_var(segments)],
+        events=[
+            Event("chunk", [Field("segment", indices)], policy="reject"),
+            Event("segment_end", [Field("segment", indices)], policy="reject"),
+            Event("request_end", [Field("segment", indices)], policy="reject"),
+        ],
+        transitions=[
+            Transition(
+                "streaming",
+                "chunk",
+                None,
+                guard=lambda s, p: p["segment"] == s.current,
+                guard_label="of the open segment",
+            ),
+            Transition(
+                "streaming",
+                "segment_end",
+                None,
+                guard=lambda s, p: p["segment"] == s.current,
+                guard_label="of the open segment",
+                effect=lambda s, p: {"current": s.current + 1},
+                effect_label="current += 1",
+            ),
+            Transition(
+                "streaming",
+                "request_end",
+                "ended",
+                guard=lambda s, p: p["segment"] == s.current,
+                guard_label="after every earlier segment's end",
+            ),
+        ],
+    )
+
+
+def Field_var(segments: int) -> object:  # noqa: N802 - reads like the Var it builds
+    """The monitor's ``current`` variable: the index of the segment being read."""
+    from statecore import Var
+
+    return Var("current", range(segments + 2), 0, doc="the segment being read")
+
+
+_EVENTS = {"chunk": "chunk", "segment_end": "segment_end", "terminal": "request_end"}
+
+
+def route_received(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
+    """Route the consumer's ``received(kind, segment)`` to the request's monitor."""
+    output = emitted.output
+    if output.name != "received":
+        return None
+    return "request", _EVENTS[str(output.get("kind"))], {"segment": output.get("segment")}
+
+
+def _end_after_segments(v: StateView) -> bool:
+    """The consumer read as many segment ends as the scheduler saved."""
+    return all(snap.ends == v.get("seen_ends") for _, snap in v.live("request"))
+
+
+def _end_delivered(v: StateView) -> bool:
+    ended = any(snap.state == "ended" for _, snap in v.live("request"))
+    return bool(v.get("seen_end")) or not ended
+
+
+def _resumed_without_counter(v: StateView) -> bool:
+    return any(
+        snap.state == "streaming" and not snap.counter and snap.ends >= 1
+        for _, snap in v.live("request")
+    )
+
+
+def properties(segments: int = 2) -> tuple[Property, ...]:
+    """The segments properties, in the order reports list them."""
+    return (
+        monitor(
+            SEGMENT_ORDER,
+            "The consumer reads each segment's chunks, then its end, segments in order, "
+            "then the request end, and nothing after it.",
+            segment_stream_monitor(segments),
+            route_received,
+            source="meta.is_segment_finished vs meta.finished (CTA:409, ARS:656-676); "
+            "request-global connector keys (put_req_chunk)",
+        ),
+        always(
+            LATE_SAVE_DROPPED,
+            "A late save_async for an old segment generation is dropped: it never reaches "
+            "the consumer.",
+            lambda v: not v.get("late_enqueued"),
+            when=lambda v: bool(v.get("late_issued")),
+            source=f"{SAVE_ASYNC}: 'Skip late save_async' (CTA:421-429); the +1 at a "
+            "segment end (CTA:474-483)",
+        ),
+        always(
+            NO_CURRENT_SAVE_DROPPED,
+            "save_async never silently drops a chunk, segment end or request end of the "
+            "request's open segment.",
+            lambda v: not v.get("lost"),
+            source="#6816 (CTA:476-485); MIX:929-933; the token watermark reset (CTA:486)",
+        ),
+        always(
+            REQUEST_END_AFTER_SEGMENTS,
+            "The consumer reads the request end only after every segment end the scheduler "
+            "saved.",
+            _end_after_segments,
+            when=lambda v: bool(v.get("seen_end")),
+            source="_finish_parked_streaming_session (MIX:926-945); ARS:656-676",
+        ),
+        eventually(
+            REQUEST_END_DELIVERED,
+            "Once the scheduler saves the request end, the consumer reads it (never parked "
+            "until its input deadline).",
+            _end_delivered,
+            source="meta.finished is the consumer's only end of stream; a dropped save "
+            "records no failure (CTA:421-429, CTA:452-463)",
+        ),
+        sometimes(
+            "late_save_issued",
+            "A late save_async for an old segment generation is issued.",
+            lambda v: bool(v.get("late_issued")),
+            source=f"vacuity guard for {LATE_SAVE_DROPPED}",
+        ),
+        sometimes(
+            "every_segment_then_end",
+            f"The consumer reads all {segments} segment ends, then the request end.",
+            lambda v: bool(v.get("seen_end")) and v.get("seen_ends") == segments,
+            source=f"vacuity guard for {REQUEST_END_AFTER_SEGMENTS}",
+        ),
+        sometimes(
+            "resumed_without_counter",
+            "A request without _omni_segment_generation resumes its next segment.",
+            _resumed_without_counter,
+            source="vacuity guard for #6816 (MIX:825-838)",
+        ),
+    )
