@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from statecore import Event, Field, Machine, State, Transition
+from statecore import Event, Field, Machine, State, Transition, Var
 from statecore.properties import Property, always, eventually, monitor, sometimes
 from statecore.system import Emitted, StateView
 
@@ -27,7 +27,7 @@ REQUEST_END_DELIVERED = "request_end_delivered"
 SAVE_ASYNC = "chunk_transfer_adapter.py save_async (CTA:370-492)"
 
 
-def segment_stream_monitor(segments: int = 2) -> Machine:
+def segment_stream_monitor(segments: int = 3) -> Machine:
     """What one request's consumer may read: segment by segment, then the request end."""
     indices = range(segments + 1)
     return Machine(
@@ -38,7 +38,7 @@ def segment_stream_monitor(segments: int = 2) -> Machine:
             State("streaming", initial=True, doc="reading the segment `current`"),
             State("ended", final=True, doc="the request end was read"),
         ],
-        variables=[Field_var(segments)],
+        variables=[Var("current", range(segments + 2), 0, doc="the segment being read")],
         events=[
             Event("chunk", [Field("segment", indices)], policy="reject"),
             Event("segment_end", [Field("segment", indices)], policy="reject"),
@@ -72,13 +72,6 @@ def segment_stream_monitor(segments: int = 2) -> Machine:
     )
 
 
-def Field_var(segments: int) -> object:  # noqa: N802 - reads like the Var it builds
-    """The monitor's ``current`` variable: the index of the segment being read."""
-    from statecore import Var
-
-    return Var("current", range(segments + 2), 0, doc="the segment being read")
-
-
 _EVENTS = {"chunk": "chunk", "segment_end": "segment_end", "terminal": "request_end"}
 
 
@@ -107,7 +100,7 @@ def _resumed_without_counter(v: StateView) -> bool:
     )
 
 
-def properties(segments: int = 2) -> tuple[Property, ...]:
+def properties(segments: int = 3) -> tuple[Property, ...]:
     """The segments properties, in the order reports list them."""
     return (
         monitor(
@@ -137,8 +130,7 @@ def properties(segments: int = 2) -> tuple[Property, ...]:
         ),
         always(
             REQUEST_END_AFTER_SEGMENTS,
-            "The consumer reads the request end only after every segment end the scheduler "
-            "saved.",
+            "The consumer reads the request end only after every segment end the scheduler saved.",
             _end_after_segments,
             when=lambda v: bool(v.get("seen_end")),
             source="_finish_parked_streaming_session (MIX:926-945); ARS:656-676",

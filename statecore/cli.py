@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser(
         "list",
-        help="list bundled targets as NAME<TAB>KIND<TAB>EXPECTED",
+        help="list bundled targets (NAME<TAB>KIND<TAB>EXPECTED), adapters and properties",
         epilog="example:\n  statecore list | grep variant",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -147,15 +147,24 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     targets = bundled()
     adapters = bundled_adapters()
+    properties = [
+        (t.name, p) for t in targets if t.kind == "model" for p in t.load().properties
+    ]
     if args.json:
         rows = [{"name": t.name, "kind": t.kind, "expected": t.expected} for t in targets]
         extra = [{"name": a.name, "target": a.target, "doc": a.doc} for a in adapters]
-        print(json.dumps({"targets": rows, "adapters": extra}, indent=2))
+        props = [
+            {"target": name, "id": p.id, "kind": p.kind, "statement": p.statement}
+            for name, p in properties
+        ]
+        print(json.dumps({"targets": rows, "properties": props, "adapters": extra}, indent=2))
         return 0
     for t in targets:
         print(f"{t.name}\t{t.kind}\t{t.expected}")
     for a in adapters:
         print(f"{a.name}\tadapter\t{a.target}")
+    for name, p in properties:
+        print(f"{name}.{p.id}\tproperty\t{p.kind}")
     return 0
 
 

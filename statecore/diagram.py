@@ -997,20 +997,16 @@ def run(args: argparse.Namespace) -> int:
     from .registry import resolve, system_for_trace
 
     if args.trace is not None:
-        _, system = system_for_trace(args.trace, args.target)
+        # The trace's own target (a variant, say) is the system it runs on.
+        _, system = system_for_trace(args.trace)
     else:
         _, system, _ = resolve(args.target)
     fmt: str = args.format
     output: Path | None = args.output
     names = _choose(system, args.machine) if args.machine else _all_names(system)
-    if fmt in RENDER_FORMATS and output is None:  # refuse before any work
-        if len(names) > 1:
-            raise DiagramError(
-                f"{len(names)} diagrams ({', '.join(names)}): pick one with --machine NAME, "
-                f"or pass -o FILE to write FILE.<name>.{fmt} for each"
-            )
-        if fmt == "png":
-            raise DiagramError("png output is binary: pass -o FILE")
+    if fmt in RENDER_FORMATS and output is None and (len(names) > 1 or fmt == "png"):
+        # Several images, or a binary one: files in the current directory.
+        output = Path(f"{system.name}.{fmt}")
     trace = read_trace(args.trace, system) if args.trace is not None else None
     drawn = diagrams(system, trace=trace, only=args.machine)
     if fmt == "mermaid":
@@ -1026,7 +1022,8 @@ def run(args: argparse.Namespace) -> int:
     if output.is_dir():
         output = output / f"{system.name}.{fmt}"
     for diagram in drawn:
-        _write(output.with_name(f"{output.stem}.{diagram.name}.{fmt}"), render(diagram.dot, fmt))
+        path = output.with_name(f"{output.stem}.{diagram.name}.{fmt}")
+        _write(path, render(diagram.dot, fmt))
     return 0
 
 

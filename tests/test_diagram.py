@@ -615,11 +615,20 @@ def test_cli_unknown_machine() -> None:
         cli("chunk_transfer", "--machine", "nope")
 
 
-def test_cli_png_needs_a_file() -> None:
-    with pytest.raises(DiagramError, match="png output is binary"):
-        cli("chunk_transfer", "--machine", "sender", "--format", "png")
-    with pytest.raises(DiagramError, match="--machine NAME"):
-        cli("chunk_transfer", "--format", "svg")
+@needs_dot
+def test_cli_images_without_a_file_go_to_the_current_directory(
+    itf_6670: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command the review guide gives: a variant's trace drawn as PNG files."""
+    monkeypatch.chdir(tmp_path)
+    assert cli("chunk_transfer", "--format", "png", "--trace", str(itf_6670)) == 0
+    written = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".png")
+    assert written == [
+        "chunk_transfer_6670.overview.png",
+        "chunk_transfer_6670.request.png",
+        "chunk_transfer_6670.sender.png",
+    ]
+    assert (tmp_path / "chunk_transfer_6670.sender.png").read_bytes().startswith(PNG_MAGIC)
 
 
 @needs_dot

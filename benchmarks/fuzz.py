@@ -1,0 +1,667 @@
+"""Fuzzing speed and bug finding: statecore against a hand-written Hypothesis state
+machine, side by side in one process, on the real vLLM-Omni 0.30.0 chunk-transfer adapter.
+
+1. Steps per second: statecore's fuzzer driving the real ``OmniChunkTransferAdapter``
+   through the ``vllm-omni`` binding (model `fuzz_system_0_30_0`, the known 0.30.0
+   findings allowed), statecore driving the reference implementations
+   (``request-state-accessor``, ``stream-edge-recorder``), and the baseline: the plain
+   Hypothesis ``RuleBasedStateMachine`` a careful vLLM-Omni developer would write today
+   (`baseline_machine`). It builds a real adapter per example with the helpers of
+   ``statecore.models.vllm_omni_adapter`` and runs every send to completion, so it
+   cannot interleave an action while a put is in flight.
+2. Time to the first failure, the median over several seeds, for each bug vLLM-Omni
+   really had (`MUTANTS`, patched into the real class for both tools) and, for statecore
+   only, each seed-finding variant run as the implementation (``SystemAdapter``) against
+   the reference ``chunk_transfer`` model; the baseline drives real code only, so the
+   variants are n/a for it. Both tools search generate-only (no shrinking), as the
+   mutation tests do; a run that finds nothing within the cap is a miss.
+
+The two tools count steps differently: a statecore step is one model action, so one
+send is ``begin``, ``process`` and ``put`` (and the consumer's ``receive``), while one
+baseline ``pump`` step runs a whole send.
+
+Run with the vLLM stack installed: ``python benchmarks/fuzz.py [--quick]``. The last
+line is ``RESULT real_adapter_steps_per_s=<x> median_seconds_to_find=<x> found=<k>/<n>
+baseline_found=<k>/<n>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from statecore.adapter import Adapter, AdapterError
+from statecore.errors import StatecoreError
+from statecore.fuzz import PROFILES, Finding, fuzz, state_machine
+from statecore.registry import resolve_adapter
+from statecore.system import System
+
+STEP_COUNT: int = PROFILES["ci"]["stateful_step_count"]
+EXTS = ("ext0", "ext1")  # two external ids, as in fuzz_system_0_30_0
+PROCESSOR_OUTCOMES = ("payload", "none", "raise")
+PUT_OUTCOMES = ("ok", "false", "raise")
+REFERENCE_ADAPTERS = (
+    ("request_state_system", "request-state-accessor"),
+    ("stream_edge", "stream-edge-recorder"),
+)
+VARIANTS = (  # (registered variant, the chunk_transfer.py builder it names)
+    ("chunk_transfer_6670", "variant_6670"),
+    ("chunk_transfer_4855", "variant_4855"),
+    ("chunk_transfer_seed000_p1", "variant_seed000_p1"),
+    ("chunk_transfer_reuse_joins", "variant_reuse_joins"),
+    ("chunk_transfer_0_30_0", "released_0_30_0"),
+)
+M = TypeVar("M", bound=RuleBasedStateMachine)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How much to run: seeds per target, the per-run cap, examples for throughput."""
+
+    seeds: int
+    cap: float
+    max_examples: int
+    throughput_examples: int
+
+
+QUICK = Mode(seeds=3, cap=15.0, max_examples=2_000, throughput_examples=40)
+FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=300)
+
+
+# -- the baseline: a hand-written Hypothesis state machine over the real adapter ----------
+
+
+class BaselineFailure(AssertionError):
+    """One of the baseline's own checks failed."""
+
+
+def baseline_machine() -> type[RuleBasedStateMachine]:
+    """The test a careful vLLM-Omni developer would write by hand today.
+
+    One real ``OmniChunkTransferAdapter`` per example (its threads stopped), a
+    connector whose ``put`` answers with the outcome the rule chose, and rules for
+    what the scheduler does (new request, possibly re-using an external id; chunk
+    and terminal ``save_async``; ``finish_requests``; ``cleanup_sender``) and for the
+    save thread (``pump``: pop the queue head and run it to completion with the
+    chosen processor and put outcomes). Checks: right after a delivered terminal
+    no sender state is left for its external id; at teardown, the queue drained,
+    every accepted terminal was delivered (a ``finished=True`` put) or its failure
+    recorded.
+
+    Like statecore it allows 0.30.0's known behaviour: a request that re-uses an
+    external id while the old sender generation is still live joins it
+    (``variant_reuse_joins``) and its terminal may be discarded once the old
+    terminal reclaims the generation, so such a request's terminal is not checked.
+    A request "joined" when ``has_active_sender`` was true before its first
+    accepted save.
+    """
+    from statecore.models.vllm_omni_adapter import (
+        STAGE_ID,
+        describe_payload,
+        make_adapter,
+        real_classes,
+        run_save_task,
+    )
+
+    classes = real_classes()
+
+    class ScriptedConnector(classes.connector):  # type: ignore[misc, name-defined]
+        """The harness connector; ``put`` returns (or raises) what the rule chose."""
+
+        def __init__(self) -> None:
+            self.stage_id = STAGE_ID
+            self.sent: list[tuple[str, str, bool, bool]] = []  # (key, rid, finished, empty)
+            self.store: dict[str, Any] = {}
+            self.unread: deque[tuple[str, str, bool, bool]] = deque()
+            self.closed = False
+            self.outcome = "ok"
+            self.request_id = ""
+
+        def put(
+            self, from_stage: str, to_stage: str, put_key: str, data: Any
+        ) -> tuple[bool, int, dict[str, Any] | None]:
+            if self.outcome == "raise":
+                raise ConnectionError(f"baseline: connector put of {put_key} raised")
+            if self.outcome == "false":
+                return False, 0, None
+            self.sent.append((put_key, self.request_id, *describe_payload(data)))
+            self.store[put_key] = data
+            return True, 1, None
+
+    class ProcessorRaised(RuntimeError):
+        pass
+
+    class Baseline(RuleBasedStateMachine):
+        steps = 0  # every rule run and teardown pump, over all examples
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.connector = ScriptedConnector()
+            self.adapter: Any = make_adapter(self.connector)
+            self.adapter.custom_process_next_stage_input_func = self.processor
+            self.processor_outcome = "payload"
+            self.current: dict[str, Any] = {}  # external id -> its latest request
+            self.generation: Counter[str] = Counter()
+            self.tokens: Counter[str] = Counter()  # grow per external id (the watermark)
+            self.saved: set[str] = set()  # internal ids with an accepted save
+            self.joined: set[str] = set()  # internal ids that joined an older generation
+            self.terminals: dict[str, str] = {}  # accepted terminal: internal -> external id
+            self.delivered: set[str] = set()
+            self.failed: dict[str, str] = {}
+            self.broken = False
+
+        def processor(
+            self,
+            transfer_manager: Any,
+            multimodal_output: Any,
+            request: Any,
+            is_finished: bool,
+            new_token_ids: tuple[int, ...] = (),
+        ) -> Any:
+            if self.processor_outcome == "raise":
+                raise ProcessorRaised(f"baseline: processor raised for {request.request_id}")
+            if self.processor_outcome == "none":
+                return None
+            return classes.payload(request_id=request.request_id, generated_len=1)
+
+        # -- helpers ---------------------------------------------------------------
+
+        def running(self) -> list[str]:
+            return [e for e, r in self.current.items() if r.status == classes.status.RUNNING]
+
+        def may_start(self) -> list[str]:
+            return [e for e in EXTS if e not in self.current or self.current[e].is_finished()]
+
+        def abortable(self) -> list[str]:
+            aborted = classes.status.FINISHED_ABORTED
+            return [e for e, r in self.current.items() if r.status != aborted]
+
+        def collect(self) -> None:
+            self.failed.update(self.adapter.collect_failed_send_request_ids())
+
+        def fail(self, message: str) -> None:
+            self.broken = True
+            raise BaselineFailure(message)
+
+        @contextmanager
+        def step(self) -> Iterator[None]:
+            Baseline.steps += 1
+            try:
+                yield
+                self.collect()
+            except BaseException:
+                self.broken = True
+                raise
+
+        def save(self, ext: str, *, terminal: bool) -> None:
+            request = self.current[ext]
+            rid = request.request_id
+            joins = rid not in self.saved and self.adapter.has_active_sender(ext)
+            self.tokens[ext] += 1
+            request.num_computed_tokens = self.tokens[ext]
+            if terminal:
+                request.status = classes.status.FINISHED_STOPPED
+            queue = self.adapter._pending_save_reqs
+            before = len(queue)
+            self.adapter.save_async(None, request)
+            if len(queue) > before and queue[-1]["request"].request_id == rid:
+                self.saved.add(rid)
+                if joins:
+                    self.joined.add(rid)
+                if terminal:
+                    self.terminals[rid] = ext
+
+        def run_one(self, processor: str, put: str) -> None:
+            task = self.adapter._pending_save_reqs.popleft()
+            rid = task["request"].request_id
+            self.processor_outcome = processor
+            self.connector.outcome = put
+            self.connector.request_id = rid
+            sent = len(self.connector.sent)
+            run_save_task(self.adapter, task)  # save_loop's body, run to completion
+            for _, put_rid, finished, _ in self.connector.sent[sent:]:
+                if not finished:
+                    continue
+                self.delivered.add(put_rid)
+                ext = task["request"].external_req_id
+                leaks = [
+                    name
+                    for name in ("_sender_tokens", "put_req_chunk", "requests_num_chunks_sent")
+                    if ext in getattr(self.adapter, name)
+                ]
+                if leaks:
+                    self.fail(f"sender state {leaks} left for {ext} after {put_rid}'s terminal")
+
+        # -- rules -----------------------------------------------------------------
+
+        @precondition(lambda self: bool(self.may_start()))
+        @rule(data=st.data())
+        def new_request(self, data: st.DataObject) -> None:
+            ext = data.draw(st.sampled_from(self.may_start()), label="ext")
+            with self.step():
+                self.generation[ext] += 1
+                request = classes.request(
+                    f"{ext}-r{self.generation[ext]}",
+                    prompt_token_ids=[1, 2, 3],
+                    sampling_params=classes.sampling_params(max_tokens=16),
+                    pooling_params=None,
+                    external_req_id=ext,
+                )
+                request.status = classes.status.RUNNING
+                self.current[ext] = request
+
+        @precondition(lambda self: bool(self.running()))
+        @rule(data=st.data(), terminal=st.booleans())
+        def save_async(self, data: st.DataObject, terminal: bool) -> None:
+            ext = data.draw(st.sampled_from(self.running()), label="ext")
+            with self.step():
+                self.save(ext, terminal=terminal)
+
+        @precondition(lambda self: bool(self.abortable()))
+        @rule(data=st.data())
+        def abort(self, data: st.DataObject) -> None:
+            ext = data.draw(st.sampled_from(self.abortable()), label="ext")
+            with self.step():
+                request = self.current[ext]
+                status = classes.status.FINISHED_ABORTED
+                rid = request.request_id
+                self.adapter.finish_requests([rid], status, {rid: request})
+                request.status = status
+
+        @rule(ext=st.sampled_from(EXTS))
+        def cleanup_sender(self, ext: str) -> None:
+            with self.step():
+                self.adapter.cleanup_sender(ext)
+
+        @precondition(lambda self: bool(self.adapter._pending_save_reqs))
+        @rule(processor=st.sampled_from(PROCESSOR_OUTCOMES), put=st.sampled_from(PUT_OUTCOMES))
+        def pump(self, processor: str, put: str) -> None:
+            with self.step():
+                self.run_one(processor, put)
+
+        def teardown(self) -> None:
+            try:
+                if not self.broken:
+                    while self.adapter._pending_save_reqs:
+                        with self.step():
+                            self.run_one("payload", "ok")
+                    lost = sorted(
+                        rid
+                        for rid in self.terminals
+                        if rid not in self.joined
+                        and rid not in self.delivered
+                        and rid not in self.failed
+                    )
+                    if lost:
+                        self.fail(f"accepted terminals neither delivered nor failed: {lost}")
+            finally:
+                self.adapter.shutdown()
+
+    return Baseline
+
+
+# -- running a state machine until its first failure ---------------------------------
+
+
+class OutOfTime(Exception):
+    """The per-run cap ran out before a failure (raised when an example starts)."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One seeded search: found or not, how long it took, after how many examples."""
+
+    found: bool
+    seconds: float
+    examples: int
+    what: str
+
+
+def timed(machine: type[M], deadline: float, examples: list[int]) -> type[M]:
+    """`machine`, refusing to start an example after `deadline`; counts examples."""
+
+    class Timed(machine):  # type: ignore[valid-type, misc]
+        def __init__(self) -> None:
+            if time.perf_counter() > deadline:
+                raise OutOfTime
+            examples[0] += 1
+            super().__init__()
+
+    Timed.__name__ = Timed.__qualname__ = machine.__name__
+    return Timed
+
+
+def search_settings(max_examples: int) -> settings:
+    """The mutation tests' fast-finding search: generate only, no shrinking."""
+    return settings(
+        max_examples=max_examples,
+        stateful_step_count=STEP_COUNT,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=[Phase.generate],
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def first_failure(
+    machine: type[RuleBasedStateMachine], seed: int, cap: float, max_examples: int
+) -> Attempt:
+    """Search `machine` with `seed` until its first failure, `cap` seconds or the examples."""
+    examples = [0]
+    started = time.perf_counter()
+    seeded = hypothesis_seed(seed)(timed(machine, started + cap, examples))
+    try:
+        run_state_machine_as_test(seeded, settings=search_settings(max_examples))  # type: ignore[no-untyped-call,unused-ignore]
+    except OutOfTime:
+        return Attempt(False, cap, examples[0], "")
+    except Finding as finding:
+        what = f"{finding.kind}: {finding.property_id}"
+        return Attempt(True, time.perf_counter() - started, examples[0], what)
+    except BaselineFailure as failure:
+        what = str(failure).split(":")[0]
+        return Attempt(True, time.perf_counter() - started, examples[0], what)
+    except Exception as exc:  # a crash of the real code the baseline's rule called
+        return Attempt(True, time.perf_counter() - started, examples[0], type(exc).__name__)
+    return Attempt(False, time.perf_counter() - started, examples[0], "")
+
+
+@contextmanager
+def mutated(mutant: Any) -> Iterator[None]:
+    """The real adapter class with `mutant`'s patches (restored on exit)."""
+    from statecore.models.vllm_omni_adapter import real_classes
+
+    cls = real_classes().adapter
+    patches = mutant.patches(cls)
+    missing = object()
+    saved = {name: cls.__dict__.get(name, missing) for name in patches}
+    for name, value in patches.items():
+        setattr(cls, name, value)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is missing:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, old)
+
+
+# -- part 1: steps per second --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One throughput row."""
+
+    label: str
+    examples: int
+    steps: int
+    seconds: float
+    note: str
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples / self.seconds if self.seconds > 0 else 0.0
+
+
+def statecore_speed(
+    label: str, system: System, factory: Callable[[], Adapter], examples: int
+) -> Speed:
+    report = fuzz(system, factory, max_examples=examples, seed=0)
+    if report.finding is not None:
+        note = f"FINDING {report.finding.property_id} (run stopped, shrunk)"
+    elif report.known:
+        note = f"known: {', '.join(sorted(report.known))}"
+    else:
+        note = "no finding"
+    return Speed(label, report.examples, report.steps, report.seconds, note)
+
+
+def baseline_speed(examples: int) -> Speed:
+    machine = baseline_machine()
+    warm = machine()  # first-use costs stay outside the timing, as in fuzz()
+    warm.teardown()
+    machine.steps = 0  # type: ignore[attr-defined]
+    count = [0]
+    started = time.perf_counter()
+    seeded = hypothesis_seed(0)(timed(machine, math.inf, count))
+    note = "no failure"
+    try:
+        run_state_machine_as_test(seeded, settings=search_settings(examples))  # type: ignore[no-untyped-call,unused-ignore]
+    except Exception as exc:  # the unmutated 0.30.0 adapter must pass its own checks
+        note = f"FAILED: {type(exc).__name__}: {str(exc)[:60]}"
+    seconds = time.perf_counter() - started
+    steps: int = machine.steps  # type: ignore[attr-defined]
+    return Speed("baseline: Hypothesis, real adapter", count[0], steps, seconds, note)
+
+
+def measure_speeds(mode: Mode) -> tuple[list[Speed], list[str]]:
+    from statecore.models.vllm_omni_adapter import (
+        OmniChunkTransferAdapterBinding,
+        fuzz_system_0_30_0,
+    )
+
+    n = mode.throughput_examples
+    rows = [
+        statecore_speed(
+            "statecore: vllm-omni (real adapter)",
+            fuzz_system_0_30_0(),
+            OmniChunkTransferAdapterBinding,
+            n,
+        )
+    ]
+    notes: list[str] = []
+    for target, adapter in REFERENCE_ADAPTERS:
+        try:
+            system, factory, _ = resolve_adapter(target, adapter)
+        except (StatecoreError, ImportError) as exc:
+            notes.append(f"skipped statecore: {adapter}: {exc}")
+            continue
+        rows.append(statecore_speed(f"statecore: {adapter} (reference)", system, factory, n))
+    rows.append(baseline_speed(n))
+    return rows, notes
+
+
+# -- part 2: time to the first failure -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One tool on one target: its attempts over the seeds (None: cannot attempt)."""
+
+    attempts: tuple[Attempt, ...] | None
+
+    @property
+    def median(self) -> float:
+        """Median seconds to the first failure; a miss counts as infinite."""
+        if not self.attempts:
+            return math.nan
+        return statistics.median(a.seconds if a.found else math.inf for a in self.attempts)
+
+    @property
+    def found(self) -> bool:
+        """Found within the cap in more than half of the seeds (the median is finite)."""
+        return self.attempts is not None and math.isfinite(self.median)
+
+    @property
+    def hits(self) -> str:
+        if self.attempts is None:
+            return "n/a"
+        return f"{sum(a.found for a in self.attempts)}/{len(self.attempts)}"
+
+    @property
+    def what(self) -> str:
+        if self.attempts is None:
+            return "n/a"
+        seen = Counter(a.what for a in self.attempts if a.found)
+        return ", ".join(w for w, _ in seen.most_common(2)) or "-"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    kind: str  # "mutant" or "variant"
+    statecore: Outcome
+    baseline: Outcome
+
+
+def run_seeds(
+    make: Callable[[], type[RuleBasedStateMachine]],
+    mode: Mode,
+    around: Callable[[], Any] | None = None,
+) -> Outcome:
+    attempts = []
+    for seed in range(mode.seeds):
+        context = around() if around is not None else _nothing()
+        with context:  # a fresh mutant per run: its patches may hold per-run state
+            attempts.append(first_failure(make(), seed, mode.cap, mode.max_examples))
+    return Outcome(tuple(attempts))
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def measure_targets(mode: Mode, progress: Callable[[str], None]) -> list[Target]:
+    from statecore.models.vllm_omni_adapter import (
+        MUTANTS,
+        OmniChunkTransferAdapterBinding,
+        fuzz_system_0_30_0,
+    )
+
+    model = fuzz_system_0_30_0()
+    targets: list[Target] = []
+    for mutant in MUTANTS:
+
+        def apply(mutant: Any = mutant) -> Any:
+            return mutated(mutant)
+
+        def statecore_machine() -> type[RuleBasedStateMachine]:
+            return state_machine(model, OmniChunkTransferAdapterBinding)
+
+        ours = run_seeds(statecore_machine, mode, apply)
+        theirs = run_seeds(baseline_machine, mode, apply)
+        targets.append(Target(mutant.name, "mutant", ours, theirs))
+        progress(f"  {mutant.name}: statecore {ours.hits}, baseline {theirs.hits}")
+    for variant, _ in VARIANTS:
+        system, factory, _ = resolve_adapter("chunk_transfer", f"model:{variant}")
+
+        def variant_machine(
+            system: System = system, factory: Callable[[], Adapter] = factory
+        ) -> type[RuleBasedStateMachine]:
+            return state_machine(system, factory)
+
+        ours = run_seeds(variant_machine, mode)
+        targets.append(Target(variant, "variant", ours, Outcome(None)))
+        progress(f"  {variant}: statecore {ours.hits}")
+    return targets
+
+
+# -- report -----------------------------------------------------------------------------
+
+
+def seconds(value: float, cap: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f">{cap:g}" if math.isinf(value) else f"{value:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer seeds, a shorter cap")
+    args = parser.parse_args()
+    mode = QUICK if args.quick else FULL
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    try:
+        from statecore.models.vllm_omni_adapter import MUTANTS, real_classes
+
+        real_classes()  # the 15-50 s import, once, outside every timing
+    except (ImportError, AdapterError) as exc:
+        raise SystemExit(f"benchmarks/fuzz.py needs the vLLM stack: {exc}") from exc
+    progress(f"vllm-omni imported in {time.perf_counter() - started:.0f}s")
+
+    speeds, notes = measure_speeds(mode)
+    print(f"1. fuzz throughput ({mode.throughput_examples} examples each, seed 0)")
+    print(f"{'fuzzer / implementation':<42}{'examples/s':>11}{'steps/s':>10}{'steps/ex':>10}  note")
+    for row in speeds:
+        per = row.steps / row.examples if row.examples else 0.0
+        print(
+            f"{row.label:<42}{row.examples_per_second:>11.1f}{row.steps_per_second:>10.0f}"
+            f"{per:>10.1f}  {row.note}"
+        )
+    for note in notes:
+        print(f"  {note}")
+    print(
+        "  a statecore step is one model action (a send = begin, process, put); "
+        "a baseline pump step runs a whole send"
+    )
+
+    progress("time to first failure ...")
+    targets = measure_targets(mode, progress)
+    print()
+    print(
+        f"2. seconds to the first failure: median over {mode.seeds} seeds, cap {mode.cap:g}s "
+        "per run, a miss counts as infinite"
+    )
+    print(
+        "   both tools: generate-only search (no shrinking); statecore with the known 0.30.0 "
+        "findings allowed"
+    )
+    header = f"{'target':<32}{'kind':<9}{'statecore':>10}{'hits':>6}{'baseline':>10}{'hits':>6}"
+    print(f"{header}  statecore finds / baseline finds")
+    for t in targets:
+        print(
+            f"{t.name:<32}{t.kind:<9}{seconds(t.statecore.median, mode.cap):>10}"
+            f"{t.statecore.hits:>6}{seconds(t.baseline.median, mode.cap):>10}"
+            f"{t.baseline.hits:>6}  {t.statecore.what} / {t.baseline.what}"
+        )
+    attemptable = [t for t in targets if t.baseline.attempts is not None]
+    print(
+        f"   baseline attempts the {len(attemptable)} mutants (patched into the real class); "
+        "the variants are models, not code it can drive (n/a)"
+    )
+    print("   a target counts as found when found within the cap in more than half the seeds")
+
+    real = speeds[0].steps_per_second
+    median = statistics.median(t.statecore.median for t in targets)
+    found = sum(t.statecore.found for t in targets)
+    baseline_found = sum(t.baseline.found for t in attemptable)
+    assert len(attemptable) == len(MUTANTS)
+    progress(f"total {time.perf_counter() - started:.0f}s")
+    print(
+        f"RESULT real_adapter_steps_per_s={real:.0f} median_seconds_to_find={median:.2f} "
+        f"found={found}/{len(targets)} baseline_found={baseline_found}/{len(attemptable)}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""The receiving side of vLLM-Omni's chunk transfer: registration, polling, commit, cleanup.
+
+Mirrors vLLM-Omni 0.30.0. Paths are relative to ``vllm_omni/``; ``CTA`` is
+``distributed/omni_connectors/transfer_adapter/chunk_transfer_adapter.py``,
+``BASE`` its ``base.py``:
+
+* ``load_async(request)`` (CTA:315-341): under ``_receiver_state_lock``, a
+  request id already in ``_registered_load_entries`` returns; otherwise a new
+  ``_LoadEntry`` (CTA:52-76) is registered there and appended to
+  ``_pending_load_reqs``. The scheduler calls it for a request that is not
+  yet ``WAITING_FOR_CHUNK``, has no ready chunk and is not done receiving,
+  and then parks it in ``WAITING_FOR_CHUNK`` (``_process_chunk_queue``,
+  CTA:1536-1547);
+* ``recv_loop`` (BASE:52-81) polls each pending entry with
+  ``_poll_single_request(entry)`` (CTA:494-544), one at a time:
+
+  1. under the lock, ``_registered_load_entries.get(req_id) is not entry``
+     returns True (the entry is dropped); otherwise ``chunk_id =
+     get_req_chunk[req_id]`` (CTA:498-503);
+  2. ``connector.get`` for key ``{ext}_{stage-1}_{chunk_id}`` runs **outside**
+     the lock (CTA:506-513); an exception or ``None`` re-checks identity (True
+     if stale, else False: retry) (CTA:514-526);
+  3. under the lock, the identity re-check again - "Treat cleanup as a commit
+     barrier: a late chunk must not recreate prompt/window state for the
+     removed request" (CTA:528-533) - then ``_commit_received_chunk``; on
+     success the registration is popped (CTA:534-544), so the next chunk needs
+     a new ``load_async``;
+* ``_commit_received_chunk`` (CTA:546-682): ``get_req_chunk[req_id] += 1``
+  (CTA:561); ``meta.finished`` -> ``upstream_exhausted_requests`` and
+  ``request.resumable = False``; ``meta.is_segment_finished`` ->
+  ``segment_finished_requests`` (CTA:597-607); then ``_finished_load_reqs``
+  (CTA:678), which the scheduler turns into a ready chunk
+  (CTA:1548-1555). ``is_done_receiving_chunks`` (CTA:911-919) is either flag;
+  the scheduler discards the segment flag when the next segment starts
+  (``_resume_downstream_chunk_receiver``, ``omni_scheduler_mixin.py:825-838``;
+  ``omni_ar_scheduler.py:908``; ``omni_generation_scheduler.py:710``);
+* ``cleanup_receiver(request_id)`` (CTA:925-945, ``_clear_receiver_state_locked``
+  CTA:947-966): under the lock, pops ``get_req_chunk`` (the next registration
+  of the id polls chunk 0 again), both flags, ``_registered_load_entries``
+  (which makes a queued or in-flight poll of the entry stale) and the rest.
+  It is idempotent; a request id can be registered again afterwards.
+
+Machines:
+
+* ``receiver_state`` - the adapter's receiver state for one incarnation of a
+  request id: ``streaming`` (polling), ``segment_done``
+  (``segment_finished_requests``), ``exhausted`` (``upstream_exhausted``,
+  final). Variables ``chunk`` (``get_req_chunk``) and ``waiting``
+  (``WAITING_FOR_CHUNK``: a registration is out for the next chunk);
+* ``load_entry`` - one ``_LoadEntry``: ``queued`` in ``_pending_load_reqs``, or
+  ``getting`` (the recv thread is inside ``connector.get`` with it). Its
+  identity is a statecore `Handle`: a new entry of the same id is a new
+  generation, and cleanup or a commit retires it.
+
+The system `receiver_system` (one request id, reused once after cleanup):
+
+* producer (external) - ``put``: the upstream stage puts the next chunk of the
+  current incarnation's stream (``data``, ``segment_end``, ``finished``);
+* scheduler - ``load_async`` and ``resume_segment`` (internal: the scheduler's
+  own ``_process_chunk_queue`` and segment restart), ``cleanup``
+  (``cleanup_receiver``: finish, abort or purge), ``new_request`` (the id is
+  used again after cleanup, by a new incarnation);
+* recv thread - ``get_start`` (internal: step 1, and a non-blocking
+  ``connector.get`` that finds the chunk) or ``get_start_empty`` (the same
+  poll finding nothing yet, so the result is ``None``; not internal: the loop
+  then only backs off and retries, BASE:76-81, which is idling, not
+  progress), then ``get_return`` (internal: steps 2-3, the re-checks and the
+  commit), so that a cleanup can run in between.
+
+Simplifications: the chunks of one incarnation are ``data``, ``segment_end``,
+``finished`` (`ReceiverConfig.stream`); a connector exception behaves like
+``None`` and is folded into it; the scheduler's hand-over of a committed chunk
+(``_finished_load_reqs`` -> ready -> scheduled -> ``load_async`` again) is
+merged into the commit clearing ``waiting``; an empty non-boundary chunk
+(generation mode: consumed but not made ready, CTA:668-674), the AR prompt
+updates (``_pending_ar_prompt_updates``), timeouts and receive failures are
+left out; a new incarnation's producer starts a fresh stream (connector keys
+of the old incarnation are not read again: the connector's key lifecycle is
+not modelled), and every chunk carries the incarnation that produced it as a
+ghost, so a chunk committed into the wrong incarnation can be seen. Without
+the re-check (the variant), a late commit into an id with no live state
+recreates it in the real code (``get_req_chunk`` is a ``defaultdict``); the
+model records that only as the ghost ``late_commit``, and a late commit into
+a successor that is done receiving is ignored. Every transition of both
+machines is taken in the reference, which holds with no vacuous property.
+
+`ReceiverConfig.recheck=False` is the variant ``receiver_no_recheck``: the
+identity re-check before the commit (CTA:532-533) removed, so a chunk whose
+``get`` was in flight when ``cleanup_receiver`` ran is committed anyway - into
+nothing, or into the id's next incarnation (whose chunk index then skips its
+own chunk 0), and the successor's registration is popped with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from statecore import Event, Field, Machine, Snapshot, State, Transition, Var, out
+from statecore.registry import Target
+from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
+
+BOOL = (False, True)
+
+DATA = "data"
+SEGMENT_END = "segment_end"
+FINISHED = "finished"
+KINDS: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
+
+# The recv thread inside connector.get: (entry, chunk_id, result, producer).
+# `result` is the kind of the chunk read, or None; `producer` is the
+# generation of the request incarnation whose stream the chunk belongs to.
+InFlight = tuple[Handle, int, str | None, int]
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """Behaviour switches and bounds."""
+
+    name: str = "receiver_system"
+    incarnations: int = 2  # the request id is used this many times
+    stream: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
+    # _poll_single_request re-checks the entry's identity before the commit
+    # (CTA:528-533): cleanup_receiver is a commit barrier.
+    recheck: bool = True
+
+
+def receiver_state_machine(chunks: int = 3) -> Machine:
+    """The adapter's receiver state for one incarnation of a request id."""
+    # A late commit in the variant can push one foreign chunk into a successor.
+    cap = chunks + 1
+
+    def committed(s: Snapshot) -> dict[str, Any]:
+        return {"chunk": s.chunk + 1, "waiting": False}
+
+    def commit(kind: str, target: str | None, label: str) -> Transition:
+        return Transition(
+            "streaming",
+            "commit",
+            target,
+            guard=lambda s, p: p["kind"] == kind and s.chunk < cap,
+            guard_label=kind,
+            effect=lambda s, p: committed(s),
+            effect_label=f"get_req_chunk += 1, ready{label}",
+            name=f"streaming--commit({kind})-->{target or 'streaming'}",
+        )
+
+    return Machine(
+        "receiver_state",
+        doc="Receiver-side state of one request incarnation (see the module doc).",
+        states=[
+            State("streaming", initial=True, doc="polling its upstream chunks"),
+            State("segment_done", doc="segment_finished_requests: done until resumed"),
+            State("exhausted", final=True, doc="upstream_exhausted_requests: done"),
+        ],
+        variables=[
+            Var("chunk", range(cap + 1), 0, doc="get_req_chunk[req_id]: the next key to poll"),
+            Var("waiting", BOOL, False, doc="WAITING_FOR_CHUNK: a registration is out"),
+        ],
+        events=[
+            Event("register", doc="load_async: the scheduler parks it for the next chunk"),
+            Event(
+                "commit",
+                [Field("kind", KINDS)],
+                policy="ignore",
+                doc="_commit_received_chunk (ignored when done receiving: variant only)",
+            ),
+            Event("resume", doc="the next segment starts: segment_finished_requests.discard"),
+        ],
+        transitions=[
+            Transition(
+                "streaming",
+                "register",
+                None,
+                guard=lambda s, p: not s.waiting,
+                guard_label="not waiting",
+                effect=lambda s, p: {"waiting": True},
+                effect_label="WAITING_FOR_CHUNK",
+            ),
+            commit(DATA, None, ""),
+            commit(SEGMENT_END, "segment_done", ", segment finished"),
+            commit(FINISHED, "exhausted", ", upstream exhausted"),
+            Transition("segment_done", "resume", "streaming"),
+        ],
+    )
+
+
+def load_entry_machine() -> Machine:
+    """One ``_LoadEntry``: queued for the recv thread, or inside ``connector.get``."""
+    return Machine(
+        "load_entry",
+        doc="One _LoadEntry registration (identity: its handle's generation).",
+        states=[
+            State("queued", initial=True, doc="in _pending_load_reqs"),
+            State("getting", doc="the recv thread is in connector.get with it"),
+        ],
+        events=[
+            Event("get_start", doc="step 1 passed: identity holds, chunk_id read"),
+            Event("get_miss", doc="connector.get returned None (or raised): retry later"),
+        ],
+        transitions=[
+            Transition("queued", "get_start", "getting"),
+            Transition("getting", "get_miss", "queued"),
+        ],
+    )
+
+
+def build(config: ReceiverConfig = ReceiverConfig()) -> System:
+    """The receiver system for `config`, with the spec's properties."""
+    from statecore.spec.receiver import properties
+
+    req_keys = Keys("req", 1)
+    stream = config.stream
+    receiver = receiver_state_machine(len(stream))
+    entries = config.incarnations * (len(stream) + 2)
+
+    def init(tx: Tx) -> None:
+        for req in req_keys.values:
+            tx.spawn("receiver", req)
+
+    # -- producer and client ---------------------------------------------------------
+
+    def put(tx: Tx, req: Hashable) -> None:
+        tx.require(tx.live(("receiver", req)))
+        available = tx.get("available")
+        tx.require(available < len(stream))
+        tx.set("available", available + 1)
+
+    def new_request(tx: Tx, req: Hashable) -> None:
+        tx.require(not tx.live(("receiver", req)), "the id is still in use")
+        tx.spawn("receiver", req)
+        tx.set("available", 0)  # the new incarnation's upstream starts its own stream
+
+    # -- scheduler -----------------------------------------------------------------
+
+    def load_async(tx: Tx, req: Hashable) -> None:
+        state = tx.handle("receiver", req)
+        tx.require(state is not None)
+        assert state is not None
+        tx.require(tx.handle("entry", req) is None)  # already registered: return
+        tx.require(tx.fire(state, "register").accepted)
+        tx.spawn("entry", req)
+
+    def resume_segment(tx: Tx, req: Hashable) -> None:
+        state = tx.handle("receiver", req)
+        tx.require(state is not None)
+        assert state is not None
+        tx.require(tx.fire(state, "resume").accepted)
+
+    def cleanup(tx: Tx, req: Hashable) -> None:
+        state = tx.handle("receiver", req)
+        tx.require(state is not None)  # a second cleanup changes nothing
+        assert state is not None
+        entry = tx.handle("entry", req)
+        if entry is not None:
+            tx.retire(entry)  # _registered_load_entries.pop: in-flight polls go stale
+        tx.retire(state)  # get_req_chunk and both flags popped
+        tx.emit(out("cleaned", request=state))
+
+    # -- recv thread ---------------------------------------------------------------
+
+    def start(tx: Tx, req: Hashable, *, found: bool) -> None:
+        tx.require(tx.get("in_flight") is None)
+        entry = tx.handle("entry", req)
+        tx.require(entry is not None)
+        assert entry is not None
+        state = tx.handle("receiver", req)
+        snap = tx.snapshot(("receiver", req))
+        assert state is not None and snap is not None  # an entry implies receiver state
+        chunk_id = snap.chunk
+        tx.require((chunk_id < tx.get("available")) == found)
+        tx.require(tx.fire(entry, "get_start").accepted)
+        result = stream[chunk_id] if found else None
+        flight: InFlight = (entry, chunk_id, result, state.generation)
+        tx.set("in_flight", flight)
+
+    def get_start(tx: Tx, req: Hashable) -> None:
+        start(tx, req, found=True)
+
+    def get_start_empty(tx: Tx, req: Hashable) -> None:
+        start(tx, req, found=False)
+
+    def get_return(tx: Tx) -> None:
+        flight: InFlight | None = tx.get("in_flight")
+        tx.require(flight is not None)
+        assert flight is not None
+        entry, chunk_id, result, producer = flight
+        tx.set("in_flight", None)
+        current = tx.live(entry)  # _registered_load_entries.get(req_id) is entry
+        if result is None:
+            if current:
+                tx.fire(entry, "get_miss")  # False: requeued, polled again
+            return  # stale: True, the entry is dropped
+        if config.recheck and not current:
+            tx.emit(out("dropped", entry=entry, chunk=chunk_id))  # the commit barrier
+            return
+        req = entry.key
+        if not current:
+            tx.set("late_commit", True)
+        state = tx.handle("receiver", req)
+        if state is not None:
+            tx.fire(state, "commit", kind=result)
+        tx.emit(out("committed", request=state, producer=producer, chunk=chunk_id, kind=result))
+        registered = tx.handle("entry", req)
+        if registered is not None:
+            tx.retire(registered)  # _registered_load_entries.pop(req_id, None)
+
+    req_param = {"req": req_keys}
+    return System(
+        config.name,
+        doc=__doc__ or "",
+        components=[
+            Component("receiver", receiver, req_keys, max_generations=config.incarnations),
+            Component("entry", load_entry_machine(), req_keys, max_generations=entries),
+        ],
+        globals=[
+            Global("available", 0, doc="chunks the current incarnation's upstream has put"),
+            Global("in_flight", None, doc="the recv thread in connector.get: see InFlight"),
+            Global("late_commit", False, doc="ghost: a chunk was committed after cleanup"),
+        ],
+        init=init,
+        actions=[
+            Action("put", "producer", put, req_param),
+            Action("new_request", "client", new_request, req_param),
+            Action("load_async", "scheduler", load_async, req_param, internal=True),
+            Action("resume_segment", "scheduler", resume_segment, req_param, internal=True),
+            Action("cleanup", "scheduler", cleanup, req_param),
+            Action("get_start", "recv_thread", get_start, req_param, internal=True),
+            Action("get_start_empty", "recv_thread", get_start_empty, req_param),
+            Action("get_return", "recv_thread", get_return, internal=True),
+        ],
+        properties=properties(len(stream)),
+    )
+
+
+RECEIVER_SYSTEM = build()
+
+
+def variant_no_recheck() -> System:
+    """The identity re-check before the commit (CTA:532-533) removed."""
+    return build(ReceiverConfig(name="receiver_no_recheck", recheck=False))
+
+
+_RX = __name__
+
+TARGETS: tuple[Target, ...] = (
+    Target(
+        "receiver_system",
+        f"{_RX}:RECEIVER_SYSTEM",
+        doc="load_async, _poll_single_request, commit and cleanup_receiver as a commit "
+        "barrier, with request id reuse",
+    ),
+    Target(
+        "receiver_no_recheck",
+        f"{_RX}:variant_no_recheck",
+        "violates:chunks_in_order,commit_barrier",
+        doc="no identity re-check before the commit: a chunk whose get was in flight "
+        "during cleanup_receiver is committed, into nothing or into the id's successor",
+        family="receiver_system",
+    ),
+)
