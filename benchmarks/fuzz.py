@@ -34,6 +34,7 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -41,6 +42,7 @@ from typing import Any, TypeVar
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     precondition,
@@ -70,6 +72,8 @@ VARIANTS = (  # (registered variant, the chunk_transfer.py builder it names)
     ("chunk_transfer_0_30_0", "released_0_30_0"),
 )
 M = TypeVar("M", bound=RuleBasedStateMachine)
+TERMINAL_LOST = "terminal lost"  # the baseline's two checks
+SENDER_LEFT = "sender state left"
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class Mode:
     throughput_examples: int
 
 
-QUICK = Mode(seeds=3, cap=15.0, max_examples=2_000, throughput_examples=40)
+QUICK = Mode(seeds=3, cap=30.0, max_examples=2_000, throughput_examples=40)
 FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=300)
 
 
@@ -90,7 +94,11 @@ FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=300)
 
 
 class BaselineFailure(AssertionError):
-    """One of the baseline's own checks failed."""
+    """One of the baseline's own checks failed: `check` names it."""
+
+    def __init__(self, check: str, detail: str) -> None:
+        self.check = check
+        super().__init__(f"{check}: {detail}")
 
 
 def baseline_machine() -> type[RuleBasedStateMachine]:
@@ -100,8 +108,9 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
     connector whose ``put`` answers with the outcome the rule chose, and rules for
     what the scheduler does (new request, possibly re-using an external id; chunk
     and terminal ``save_async``; ``finish_requests``; ``cleanup_sender``) and for the
-    save thread (``pump``: pop the queue head and run it to completion with the
-    chosen processor and put outcomes). Checks: right after a delivered terminal
+    save thread (``pump``: pop the queue head and run ``save_loop``'s body on it, to
+    completion, with the chosen processor and put outcomes, on one worker thread per
+    example as the adapter has one save thread). Checks: right after a delivered terminal
     no sender state is left for its external id; at teardown, the queue drained,
     every accepted terminal was delivered (a ``finished=True`` put) or its failure
     recorded.
@@ -157,6 +166,9 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
             self.connector = ScriptedConnector()
             self.adapter: Any = make_adapter(self.connector)
             self.adapter.custom_process_next_stage_input_func = self.processor
+            # The adapter's own save thread is stopped; tasks run one at a time on
+            # this example's stand-in for it, each to completion.
+            self.save_thread = ThreadPoolExecutor(1, thread_name_prefix="baseline-save")
             self.processor_outcome = "payload"
             self.current: dict[str, Any] = {}  # external id -> its latest request
             self.generation: Counter[str] = Counter()
@@ -197,9 +209,9 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
         def collect(self) -> None:
             self.failed.update(self.adapter.collect_failed_send_request_ids())
 
-        def fail(self, message: str) -> None:
+        def fail(self, check: str, detail: str) -> None:
             self.broken = True
-            raise BaselineFailure(message)
+            raise BaselineFailure(check, detail)
 
         @contextmanager
         def step(self) -> Iterator[None]:
@@ -236,7 +248,8 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
             self.connector.outcome = put
             self.connector.request_id = rid
             sent = len(self.connector.sent)
-            run_save_task(self.adapter, task)  # save_loop's body, run to completion
+            # save_loop's body, run to completion before the next rule
+            self.save_thread.submit(run_save_task, self.adapter, task).result()
             for _, put_rid, finished, _ in self.connector.sent[sent:]:
                 if not finished:
                     continue
@@ -248,7 +261,7 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
                     if ext in getattr(self.adapter, name)
                 ]
                 if leaks:
-                    self.fail(f"sender state {leaks} left for {ext} after {put_rid}'s terminal")
+                    self.fail(SENDER_LEFT, f"{leaks} hold {ext} after {put_rid}'s terminal")
 
         # -- rules -----------------------------------------------------------------
 
@@ -311,8 +324,9 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
                         and rid not in self.failed
                     )
                     if lost:
-                        self.fail(f"accepted terminals neither delivered nor failed: {lost}")
+                        self.fail(TERMINAL_LOST, f"neither delivered nor failed: {lost}")
             finally:
+                self.save_thread.shutdown()
                 self.adapter.shutdown()
 
     return Baseline
@@ -335,15 +349,54 @@ class Attempt:
     what: str
 
 
-def timed(machine: type[M], deadline: float, examples: list[int]) -> type[M]:
-    """`machine`, refusing to start an example after `deadline`; counts examples."""
+@dataclass
+class Clock:
+    """One search's cap, its example count and when its first failing example ended."""
+
+    deadline: float
+    examples: int = 0
+    failed_at: float | None = None
+
+    def failed(self) -> None:
+        if self.failed_at is None:
+            self.failed_at = time.perf_counter()
+
+
+def _failing(exc: BaseException | None) -> bool:
+    # Hypothesis ends examples with its own exceptions (StopTest when the choice
+    # buffer overruns is a BaseException); those are not failures.
+    return isinstance(exc, Exception) and not isinstance(exc, HypothesisException)
+
+
+def timed(machine: type[M], clock: Clock) -> type[M]:
+    """`machine`, refusing to start an example after the cap; notes the first failure.
+
+    The cap stops applying once an example failed, so Hypothesis' final replay of
+    that example still runs; the failure's time is when the failing example ended,
+    not when the replay did.
+    """
 
     class Timed(machine):  # type: ignore[valid-type, misc]
         def __init__(self) -> None:
-            if time.perf_counter() > deadline:
+            if clock.failed_at is None and time.perf_counter() > clock.deadline:
                 raise OutOfTime
-            examples[0] += 1
-            super().__init__()
+            clock.examples += 1
+            self._handled_before = sys.exc_info()[1]
+            try:
+                super().__init__()
+            except Exception:
+                clock.failed()
+                raise
+
+        def teardown(self) -> None:
+            raised = sys.exc_info()[1]  # teardown runs in Hypothesis' ``finally``
+            if raised is not self._handled_before and _failing(raised):
+                clock.failed()
+            try:
+                super().teardown()
+            except Exception:
+                clock.failed()
+                raise
 
     Timed.__name__ = Timed.__qualname__ = machine.__name__
     return Timed
@@ -363,26 +416,33 @@ def search_settings(max_examples: int) -> settings:
     )
 
 
+def describe(exc: BaseException) -> str:
+    """A short name for what a failing search raised."""
+    if isinstance(exc, Finding):
+        if exc.kind == "conformance":  # name the observations that differ
+            parts = exc.detail.partition(" - ")[2].split("; ")
+            return f"conformance ({', '.join(p.split(':')[0] for p in parts)})"
+        return exc.property_id
+    if isinstance(exc, BaselineFailure):
+        return exc.check
+    return type(exc).__name__  # a crash of the real code a baseline rule called
+
+
 def first_failure(
     machine: type[RuleBasedStateMachine], seed: int, cap: float, max_examples: int
 ) -> Attempt:
     """Search `machine` with `seed` until its first failure, `cap` seconds or the examples."""
-    examples = [0]
     started = time.perf_counter()
-    seeded = hypothesis_seed(seed)(timed(machine, started + cap, examples))
+    clock = Clock(started + cap)
+    seeded = hypothesis_seed(seed)(timed(machine, clock))
     try:
         run_state_machine_as_test(seeded, settings=search_settings(max_examples))  # type: ignore[no-untyped-call,unused-ignore]
     except OutOfTime:
-        return Attempt(False, cap, examples[0], "")
-    except Finding as finding:
-        what = f"{finding.kind}: {finding.property_id}"
-        return Attempt(True, time.perf_counter() - started, examples[0], what)
-    except BaselineFailure as failure:
-        what = str(failure).split(":")[0]
-        return Attempt(True, time.perf_counter() - started, examples[0], what)
-    except Exception as exc:  # a crash of the real code the baseline's rule called
-        return Attempt(True, time.perf_counter() - started, examples[0], type(exc).__name__)
-    return Attempt(False, time.perf_counter() - started, examples[0], "")
+        return Attempt(False, cap, clock.examples, "")
+    except Exception as exc:
+        ended = clock.failed_at if clock.failed_at is not None else time.perf_counter()
+        return Attempt(True, ended - started, clock.examples, describe(exc))
+    return Attempt(False, time.perf_counter() - started, clock.examples, "")
 
 
 @contextmanager
@@ -446,9 +506,9 @@ def baseline_speed(examples: int) -> Speed:
     warm = machine()  # first-use costs stay outside the timing, as in fuzz()
     warm.teardown()
     machine.steps = 0  # type: ignore[attr-defined]
-    count = [0]
+    clock = Clock(math.inf)
     started = time.perf_counter()
-    seeded = hypothesis_seed(0)(timed(machine, math.inf, count))
+    seeded = hypothesis_seed(0)(timed(machine, clock))
     note = "no failure"
     try:
         run_state_machine_as_test(seeded, settings=search_settings(examples))  # type: ignore[no-untyped-call,unused-ignore]
@@ -456,7 +516,7 @@ def baseline_speed(examples: int) -> Speed:
         note = f"FAILED: {type(exc).__name__}: {str(exc)[:60]}"
     seconds = time.perf_counter() - started
     steps: int = machine.steps  # type: ignore[attr-defined]
-    return Speed("baseline: Hypothesis, real adapter", count[0], steps, seconds, note)
+    return Speed("baseline: Hypothesis, real adapter", clock.examples, steps, seconds, note)
 
 
 def measure_speeds(mode: Mode) -> tuple[list[Speed], list[str]]:

@@ -18,6 +18,8 @@ MODEL_MODULES: tuple[str, ...] = (
     "request_state",
     "stream_edge",
     "request_lifecycle",
+    "segment",
+    "receiver",
 )
 
 ADAPTERS: tuple[AdapterSpec, ...] = (

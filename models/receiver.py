@@ -11,15 +11,15 @@ Mirrors vLLM-Omni 0.30.0. Paths are relative to ``vllm_omni/``; ``CTA`` is
   yet ``WAITING_FOR_CHUNK``, has no ready chunk and is not done receiving,
   and then parks it in ``WAITING_FOR_CHUNK`` (``_process_chunk_queue``,
   CTA:1536-1547);
-* ``recv_loop`` (BASE:52-81) polls each pending entry with
+* ``recv_loop`` (BASE:52-82) polls each pending entry with
   ``_poll_single_request(entry)`` (CTA:494-544), one at a time:
 
   1. under the lock, ``_registered_load_entries.get(req_id) is not entry``
      returns True (the entry is dropped); otherwise ``chunk_id =
-     get_req_chunk[req_id]`` (CTA:498-503);
+     get_req_chunk[req_id]`` (CTA:499-504);
   2. ``connector.get`` for key ``{ext}_{stage-1}_{chunk_id}`` runs **outside**
-     the lock (CTA:506-513); an exception or ``None`` re-checks identity (True
-     if stale, else False: retry) (CTA:514-526);
+     the lock (CTA:508-514); an exception or ``None`` re-checks identity (True
+     if stale, else False: retry) (CTA:515-526);
   3. under the lock, the identity re-check again - "Treat cleanup as a commit
      barrier: a late chunk must not recreate prompt/window state for the
      removed request" (CTA:528-533) - then ``_commit_received_chunk``; on
@@ -63,7 +63,7 @@ The system `receiver_system` (one request id, reused once after cleanup):
 * recv thread - ``get_start`` (internal: step 1, and a non-blocking
   ``connector.get`` that finds the chunk) or ``get_start_empty`` (the same
   poll finding nothing yet, so the result is ``None``; not internal: the loop
-  then only backs off and retries, BASE:76-81, which is idling, not
+  then only backs off and retries, BASE:77-82, which is idling, not
   progress), then ``get_return`` (internal: steps 2-3, the re-checks and the
   commit), so that a cleanup can run in between.
 
@@ -72,7 +72,7 @@ Simplifications: the chunks of one incarnation are ``data``, ``segment_end``,
 ``None`` and is folded into it; the scheduler's hand-over of a committed chunk
 (``_finished_load_reqs`` -> ready -> scheduled -> ``load_async`` again) is
 merged into the commit clearing ``waiting``; an empty non-boundary chunk
-(generation mode: consumed but not made ready, CTA:668-674), the AR prompt
+(generation mode: consumed but not made ready, CTA:669-674), the AR prompt
 updates (``_pending_ar_prompt_updates``), timeouts and receive failures are
 left out; a new incarnation's producer starts a fresh stream (connector keys
 of the old incarnation are not read again: the connector's key lifecycle is

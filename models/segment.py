@@ -35,14 +35,14 @@ Mirrors vLLM-Omni 0.30.0. Paths are relative to ``vllm_omni/``; ``CTA`` is
   ``cleanup`` (CTA:882), whose ``_clear_sender_state_locked`` (CTA:1029-1043)
   pops both watermarks;
 * the scheduler: ARS:656-676 turns a resumable stop into a segment end and
-  passes the boundary generation it captured (ARS:667, ARS:771-782); a new
+  passes the boundary generation it captured (ARS:667, ARS:768-782); a new
   segment installed by a streaming update bumps ``_omni_segment_generation``
   (``getattr(..., 0) + 1``, which *creates* the attribute: MIX:198,
-  ARS:905/981/1006), and a rebuilt prompt is admitted from zero (ARS:972-976,
+  ARS:905/981/1006), and a rebuilt prompt is admitted from zero (ARS:977,
   MIX:196-204); a native-duplex receiver resumes the next segment without an
   update, hence without a bump (``_resume_downstream_chunk_receiver``,
   MIX:825-838, called at ARS:683); ``_finish_parked_streaming_session``
-  (MIX:926-945) bumps the counter, "exactly as ``_update_request_as_session``
+  (MIX:926-943) bumps the counter, "exactly as ``_update_request_as_session``
   would have, or ``save_async`` drops this chunk as a late duplicate"
   (MIX:929-933), then saves the terminal with ``force_request_finished``.
 
@@ -99,7 +99,13 @@ queued-update case, where ``_handle_stopped_request`` bumps the counter between
 ARS:667 and the segment end's ``save_async``, advances like the counter case
 and is not modelled separately. No save happens after the request end (the
 scheduler has freed the request), so the watermark popped by the terminal's
-cleanup is never consulted again.
+cleanup is never consulted again. ``next_segment(resume)`` is enabled only
+for a request without the counter: the fix at CTA:482 relies on a request
+that carries the counter being bumped before its next segment ("a
+request-side counter that can catch up"); a request that carries it and
+resumed without a bump would have its next segment dropped as late in 0.30.0
+too. Whether a native-duplex resume (ARS:683) can meet a request whose
+counter an earlier streaming update created is not established here.
 
 Every transition of both machines is taken in the reference, which holds with
 no vacuous property. `SegmentConfig` selects the behaviour; each variant flips

@@ -131,7 +131,7 @@ def properties(chunks: int = 3) -> tuple[Property, ...]:
             "chunk 0, without gaps, and nothing after the finished one.",
             chunk_order_monitor(chunks),
             route_committed,
-            source="get_req_chunk (CTA:501-503, CTA:561); cleanup_receiver pops it "
+            source="get_req_chunk (CTA:504, CTA:561); cleanup_receiver pops it "
             "(CTA:947-966); upstream_exhausted (CTA:597-605)",
         ),
         eventually(

@@ -133,7 +133,7 @@ def properties(segments: int = 3) -> tuple[Property, ...]:
             "The consumer reads the request end only after every segment end the scheduler saved.",
             _end_after_segments,
             when=lambda v: bool(v.get("seen_end")),
-            source="_finish_parked_streaming_session (MIX:926-945); ARS:656-676",
+            source="_finish_parked_streaming_session (MIX:926-943); ARS:656-676",
         ),
         eventually(
             REQUEST_END_DELIVERED,

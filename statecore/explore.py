@@ -17,6 +17,7 @@ hit, an ``eventually`` with no quiescent state to judge it in.
 from __future__ import annotations
 
 import builtins
+import gc
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
@@ -141,7 +142,16 @@ def explore(
     search stops at the first violation; otherwise it runs on and reports
     the first (shortest) violation of every property.
     """
-    return _Explorer(system, properties, symmetry, max_states, stop_on_violation, progress).run()
+    explorer = _Explorer(system, properties, symmetry, max_states, stop_on_violation, progress)
+    # The visited set only grows and holds no cycles: the cyclic collector
+    # would rescan it again and again for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return explorer.run()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _Explorer:

@@ -220,7 +220,9 @@ class Tx:
     def require(self, condition: object, why: str = "") -> None:
         """Disable the action (with these arguments) unless `condition` holds."""
         if not condition:
-            raise _Disabled(why) if why else _DISABLED
+            # The shared instance must shed its traceback, or every raise would
+            # chain onto it and keep each disabled attempt's frames alive.
+            raise _Disabled(why) if why else _DISABLED.with_traceback(None)
 
     # -- globals -----------------------------------------------------------
 

@@ -15,12 +15,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import pytest
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
 
+from statecore.definition import Snapshot
 from statecore.explore import HOLDS, VIOLATED, Report, explore
 from statecore.registry import Target
 from statecore.semantics import step
@@ -81,7 +82,8 @@ def test_reference_holds_without_vacuity_and_covers_every_transition(target: Tar
     system = target.load()
     started = time.perf_counter()
     report = explore(system, stop_on_violation=False)
-    assert time.perf_counter() - started < 3.0
+    # About 1 s for segments and well under for the receiver; slack for busy machines.
+    assert time.perf_counter() - started < 5.0
     assert report.complete and report.ok
     assert {r.verdict for r in report.results} == {HOLDS}
     for cov in report.coverage:
@@ -240,11 +242,14 @@ def test_reference_witnesses() -> None:
 # -- save_async's admission branches ------------------------------------------------------
 
 
-def save(snap: object, kind: str, generation: int, confirmed: int, counter: bool) -> tuple:
+def save(
+    snap: Snapshot, kind: str, generation: int, confirmed: int, counter: bool
+) -> tuple[Snapshot, str]:
+    """Fire ``save`` on the reference watermark machine: (next snapshot, what it said)."""
     machine = sg.segment_watermark_machine()
     outcome = step(
         machine,
-        snap,  # type: ignore[arg-type]
+        snap,
         "save",
         {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter},
     )
@@ -304,7 +309,7 @@ def test_variant_watermark_machines() -> None:
 # -- directed runs ------------------------------------------------------------------------
 
 
-def run(system: System, *labels: tuple[str, dict[str, Hashable]]) -> list[SystemState]:
+def run(system: System, *labels: tuple[str, Mapping[str, Hashable]]) -> list[SystemState]:
     state = system.init_states()[0]
     states = [state]
     for name, args in labels:
