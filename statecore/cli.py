@@ -147,9 +147,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     targets = bundled()
     adapters = bundled_adapters()
-    properties = [
-        (t.name, p) for t in targets if t.kind == "model" for p in t.load().properties
-    ]
+    properties = [(t.name, p) for t in targets if t.kind == "model" for p in t.load().properties]
     if args.json:
         rows = [{"name": t.name, "kind": t.kind, "expected": t.expected} for t in targets]
         extra = [{"name": a.name, "target": a.target, "doc": a.doc} for a in adapters]
