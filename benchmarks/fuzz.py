@@ -35,7 +35,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -64,12 +64,12 @@ REFERENCE_ADAPTERS = (
     ("request_state_system", "request-state-accessor"),
     ("stream_edge", "stream-edge-recorder"),
 )
-VARIANTS = (  # (registered variant, the chunk_transfer.py builder it names)
-    ("chunk_transfer_6670", "variant_6670"),
-    ("chunk_transfer_4855", "variant_4855"),
-    ("chunk_transfer_seed000_p1", "variant_seed000_p1"),
-    ("chunk_transfer_reuse_joins", "variant_reuse_joins"),
-    ("chunk_transfer_0_30_0", "released_0_30_0"),
+VARIANTS = (  # (the chunk_transfer.py builder, its registered name)
+    ("variant_6670", "chunk_transfer_6670"),
+    ("variant_4855", "chunk_transfer_4855"),
+    ("variant_seed000_p1", "chunk_transfer_seed000_p1"),
+    ("variant_reuse_joins", "chunk_transfer_reuse_joins"),
+    ("released_0_30_0", "chunk_transfer_0_30_0"),
 )
 M = TypeVar("M", bound=RuleBasedStateMachine)
 TERMINAL_LOST = "terminal lost"  # the baseline's two checks
@@ -86,8 +86,8 @@ class Mode:
     throughput_examples: int
 
 
-QUICK = Mode(seeds=3, cap=30.0, max_examples=2_000, throughput_examples=40)
-FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=300)
+QUICK = Mode(seeds=3, cap=30.0, max_examples=100_000, throughput_examples=150)
+FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=500)
 
 
 # -- the baseline: a hand-written Hypothesis state machine over the real adapter ----------
@@ -101,7 +101,14 @@ class BaselineFailure(AssertionError):
         super().__init__(f"{check}: {detail}")
 
 
-def baseline_machine() -> type[RuleBasedStateMachine]:
+@dataclass
+class Tally:
+    """Steps the baseline ran: every rule and every teardown pump, over all examples."""
+
+    steps: int = 0
+
+
+def baseline_machine(tally: Tally | None = None) -> type[RuleBasedStateMachine]:
     """The test a careful vLLM-Omni developer would write by hand today.
 
     One real ``OmniChunkTransferAdapter`` per example (its threads stopped), a
@@ -131,6 +138,7 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
     )
 
     classes = real_classes()
+    counted = tally if tally is not None else Tally()
 
     class ScriptedConnector(classes.connector):  # type: ignore[misc, name-defined]
         """The harness connector; ``put`` returns (or raises) what the rule chose."""
@@ -159,8 +167,6 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
         pass
 
     class Baseline(RuleBasedStateMachine):
-        steps = 0  # every rule run and teardown pump, over all examples
-
         def __init__(self) -> None:
             super().__init__()
             self.connector = ScriptedConnector()
@@ -215,7 +221,7 @@ def baseline_machine() -> type[RuleBasedStateMachine]:
 
         @contextmanager
         def step(self) -> Iterator[None]:
-            Baseline.steps += 1
+            counted.steps += 1
             try:
                 yield
                 self.collect()
@@ -502,10 +508,11 @@ def statecore_speed(
 
 
 def baseline_speed(examples: int) -> Speed:
-    machine = baseline_machine()
+    tally = Tally()
+    machine = baseline_machine(tally)
     warm = machine()  # first-use costs stay outside the timing, as in fuzz()
     warm.teardown()
-    machine.steps = 0  # type: ignore[attr-defined]
+    tally.steps = 0
     clock = Clock(math.inf)
     started = time.perf_counter()
     seeded = hypothesis_seed(0)(timed(machine, clock))
@@ -515,8 +522,7 @@ def baseline_speed(examples: int) -> Speed:
     except Exception as exc:  # the unmutated 0.30.0 adapter must pass its own checks
         note = f"FAILED: {type(exc).__name__}: {str(exc)[:60]}"
     seconds = time.perf_counter() - started
-    steps: int = machine.steps  # type: ignore[attr-defined]
-    return Speed("baseline: Hypothesis, real adapter", clock.examples, steps, seconds, note)
+    return Speed("baseline: Hypothesis, real adapter", clock.examples, tally.steps, seconds, note)
 
 
 def measure_speeds(mode: Mode) -> tuple[list[Speed], list[str]]:
@@ -596,15 +602,10 @@ def run_seeds(
 ) -> Outcome:
     attempts = []
     for seed in range(mode.seeds):
-        context = around() if around is not None else _nothing()
+        context = around() if around is not None else nullcontext()
         with context:  # a fresh mutant per run: its patches may hold per-run state
             attempts.append(first_failure(make(), seed, mode.cap, mode.max_examples))
     return Outcome(tuple(attempts))
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def measure_targets(mode: Mode, progress: Callable[[str], None]) -> list[Target]:
@@ -628,8 +629,8 @@ def measure_targets(mode: Mode, progress: Callable[[str], None]) -> list[Target]
         theirs = run_seeds(baseline_machine, mode, apply)
         targets.append(Target(mutant.name, "mutant", ours, theirs))
         progress(f"  {mutant.name}: statecore {ours.hits}, baseline {theirs.hits}")
-    for variant, _ in VARIANTS:
-        system, factory, _ = resolve_adapter("chunk_transfer", f"model:{variant}")
+    for variant, registered in VARIANTS:
+        system, factory, _ = resolve_adapter("chunk_transfer", f"model:{registered}")
 
         def variant_machine(
             system: System = system, factory: Callable[[], Adapter] = factory
@@ -670,19 +671,20 @@ def main() -> None:
     progress(f"vllm-omni imported in {time.perf_counter() - started:.0f}s")
 
     speeds, notes = measure_speeds(mode)
-    print(f"1. fuzz throughput ({mode.throughput_examples} examples each, seed 0)")
-    print(f"{'fuzzer / implementation':<42}{'examples/s':>11}{'steps/s':>10}{'steps/ex':>10}  note")
+    print(f"1. fuzz throughput (max_examples={mode.throughput_examples} each, seed 0)")
+    print(f"{'fuzzer / implementation':<48}{'examples/s':>11}{'steps/s':>10}{'steps/ex':>10}  note")
     for row in speeds:
         per = row.steps / row.examples if row.examples else 0.0
         print(
-            f"{row.label:<42}{row.examples_per_second:>11.1f}{row.steps_per_second:>10.0f}"
+            f"{row.label:<48}{row.examples_per_second:>11.1f}{row.steps_per_second:>10.0f}"
             f"{per:>10.1f}  {row.note}"
         )
     for note in notes:
         print(f"  {note}")
     print(
-        "  a statecore step is one model action (a send = begin, process, put); "
-        "a baseline pump step runs a whole send"
+        "  examples: state machines Hypothesis built (discarded ones included); a statecore "
+        "step is one model action\n  (a send = begin, process, put), a baseline pump step "
+        "runs a whole send"
     )
 
     progress("time to first failure ...")
@@ -706,8 +708,13 @@ def main() -> None:
         )
     attemptable = [t for t in targets if t.baseline.attempts is not None]
     print(
-        f"   baseline attempts the {len(attemptable)} mutants (patched into the real class); "
-        "the variants are models, not code it can drive (n/a)"
+        f"   mutants: patched into the real class for both tools; the baseline attempts these "
+        f"{len(attemptable)}"
+    )
+    print(
+        "   variants: statecore runs each as the implementation (SystemAdapter) against the "
+        "reference chunk_transfer\n   model; they are models, not code the baseline can "
+        "drive (n/a)"
     )
     print("   a target counts as found when found within the cap in more than half the seeds")
 

@@ -1,0 +1,213 @@
+"""The fuzz engine, the interpreter's baton, and the fuzz CLI."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from statecore.models.chunk_transfer import (
+    CHUNK_TRANSFER,
+    RELEASED_0_30_0,
+    build,
+    variant_6670,
+)
+
+from statecore.adapter import Baton, Deadlock, SystemAdapter
+from statecore.cli import main
+from statecore.fuzz import Finding, fuzz, replay_with_adapter, state_machine
+from statecore.registry import bundled, bundled_adapters, resolve_adapter
+
+# -- the baton -----------------------------------------------------------------
+
+
+def test_baton_parks_at_callbacks_and_hands_back_replies() -> None:
+    baton = Baton(timeout=5)
+    seen: list[object] = []
+
+    def call() -> str:
+        seen.append(baton.park("processor"))
+        seen.append(baton.park("put"))
+        return "done"
+
+    assert baton.start(call) == "processor"
+    assert baton.busy and baton.parked_at == "processor"
+    assert baton.resume("payload") == "put"
+    assert baton.resume(True) is None
+    assert not baton.busy
+    assert baton.result() == "done"
+    assert seen == ["payload", True]
+
+
+def test_baton_raises_an_exception_reply_inside_the_callback() -> None:
+    baton = Baton(timeout=5)
+
+    def call() -> str:
+        try:
+            baton.park("put")
+        except ConnectionError as exc:
+            return f"caught {exc}"
+        return "not raised"
+
+    baton.start(call)
+    baton.resume(ConnectionError("connector down"))
+    assert baton.result() == "caught connector down"
+
+
+def test_baton_passes_on_what_the_call_raised() -> None:
+    baton = Baton(timeout=5)
+
+    def call() -> None:
+        raise ValueError("boom")
+
+    assert baton.start(call) is None
+    with pytest.raises(ValueError, match="boom"):
+        baton.result()
+
+
+def test_baton_runs_one_thread_at_a_time() -> None:
+    baton = Baton(timeout=5)
+    running = threading.Event()
+    overlaps: list[bool] = []
+
+    def call() -> None:
+        for point in ("a", "b", "c"):
+            running.set()
+            time.sleep(0.01)
+            running.clear()
+            baton.park(point)
+
+    baton.start(call)
+    for _ in range(3):
+        overlaps.append(running.is_set())  # the worker must be parked, not running
+        baton.resume()
+    assert overlaps == [False, False, False]
+
+
+def test_baton_reports_a_call_that_never_hands_back_control() -> None:
+    baton = Baton(timeout=0.2)
+    release = threading.Event()
+    with pytest.raises(Deadlock, match=r"within 0\.2s"):
+        baton.start(lambda: release.wait(5))
+    release.set()
+
+
+# -- the engine ------------------------------------------------------------------
+
+
+def test_the_model_conforms_to_itself_and_covers_every_transition() -> None:
+    report = fuzz(CHUNK_TRANSFER, lambda: SystemAdapter(CHUNK_TRANSFER), max_examples=150, seed=3)
+    assert report.ok, report.finding
+    assert report.steps > 0 and report.examples >= 150
+    for _, _, taken, total, never in report.coverage():
+        assert taken == total, never
+
+
+def test_a_variant_run_as_the_implementation_is_a_conformance_finding() -> None:
+    report = fuzz(CHUNK_TRANSFER, lambda: SystemAdapter(variant_6670()), max_examples=400, seed=0)
+    finding = report.finding
+    assert finding is not None and finding.kind == "conformance"
+    # Shrunk to the review's story: the terminal is queued, the request aborted.
+    actions = [a.name for a in finding.trace.actions]
+    assert actions[:3] == ["new_request", "save_terminal", "abort"]
+    assert "in_flight" in finding.detail
+
+
+def test_known_findings_are_reported_but_do_not_fail() -> None:
+    system = build(RELEASED_0_30_0)
+    expected = next(t for t in bundled() if t.name == "chunk_transfer_0_30_0")
+    known = {pid: "0.30.0 as released" for pid in expected.expected_violations}
+    report = fuzz(system, lambda: SystemAdapter(system), max_examples=300, seed=1, known=known)
+    assert report.ok, report.finding
+    assert report.known and set(report.known) <= set(known)
+    strict = fuzz(system, lambda: SystemAdapter(system), max_examples=300, seed=1, known={})
+    assert strict.finding is not None
+    assert strict.finding.property_id in known
+
+
+def test_a_finding_replays_deterministically_through_the_adapter() -> None:
+    report = fuzz(CHUNK_TRANSFER, lambda: SystemAdapter(variant_6670()), max_examples=400, seed=0)
+    assert report.finding is not None
+    trace = report.finding.trace
+    for _ in range(2):
+        again = replay_with_adapter(CHUNK_TRANSFER, trace, lambda: SystemAdapter(variant_6670()))
+        assert again is not None and again.detail == report.finding.detail
+    clean = replay_with_adapter(CHUNK_TRANSFER, trace, lambda: SystemAdapter(CHUNK_TRANSFER))
+    assert clean is None
+
+
+def test_swarm_never_switches_off_what_the_initial_state_needs() -> None:
+    machine_cls = state_machine(CHUNK_TRANSFER, lambda: SystemAdapter(CHUNK_TRANSFER))
+    machine = machine_cls()
+
+    class Everything:
+        def draw(self, strategy: object, label: str = "") -> set[object]:
+            return set(CHUNK_TRANSFER.labels())
+
+    machine.choose_swarm(Everything())
+    initially = {s.action for s in CHUNK_TRANSFER.successors(CHUNK_TRANSFER.init_states()[0])}
+    assert not initially & machine.disabled
+    for action in CHUNK_TRANSFER.actions:
+        own = {label for label in CHUNK_TRANSFER.labels() if label.name == action.name}
+        assert own - machine.disabled, f"every label of {action.name} switched off"
+    machine.teardown()
+
+
+def test_a_crashing_implementation_is_a_finding() -> None:
+    class Crashing(SystemAdapter):
+        def apply(self, step: object, before: object) -> None:
+            raise RuntimeError("implementation exploded")
+
+    report = fuzz(CHUNK_TRANSFER, lambda: Crashing(CHUNK_TRANSFER), max_examples=20, seed=0)
+    assert report.finding is not None and report.finding.kind == "crash"
+    assert "implementation exploded" in report.finding.detail
+    assert len(report.finding.trace) == 1
+
+
+def test_every_seed_finding_variant_is_found_by_fuzzing_its_implementation() -> None:
+    names = [
+        "model:chunk_transfer_6670",
+        "model:chunk_transfer_4855",
+        "model:chunk_transfer_seed000_p1",
+        "model:request_state_seed000_p1",
+        "model:request_lifecycle_sync_abort",
+        "model:request_lifecycle_telemetry_raises",
+        "model:request_lifecycle_unguarded_release",
+        "model:request_lifecycle_late_start_raises",
+        "model:request_lifecycle_reuse_joins",
+    ]
+    specs = {a.name: a for a in bundled_adapters()}
+    for name in names:
+        system, factory, _ = resolve_adapter(specs[name].target, name)
+        report = fuzz(system, factory, max_examples=500, seed=0)
+        assert isinstance(report.finding, Finding), f"{name} not found"
+
+
+# -- the CLI -----------------------------------------------------------------------
+
+
+def test_cli_fuzz_exit_codes_trace_and_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "traces"
+    args = ["fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_6670"]
+    assert main([*args, "--max-examples", "400", "--trace-out", str(out), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["finding"]["kind"] == "conformance"
+    trace_file = Path(report["finding"]["trace_file"])
+    assert trace_file.exists()
+    assert report["finding"]["replay"].endswith("--adapter model:chunk_transfer_6670")
+    assert main(["replay", str(trace_file), "--adapter", "model:chunk_transfer_6670"]) == 1
+    assert main(["replay", str(trace_file), "--adapter", "model:chunk_transfer_0_30_0"]) == 0
+    capsys.readouterr()
+    same = ["fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_reuse_joins"]
+    assert main([*same[:3], "model:chunk_transfer", "--max-examples", "5"]) == 2
+    assert "unknown adapter" in capsys.readouterr().err
+
+
+def test_cli_fuzz_unknown_adapter_suggests_close_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "chunk_transfer", "--adapter", "vllm-omin"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown adapter 'vllm-omin'" in err and "vllm-omni" in err
