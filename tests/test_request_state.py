@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_checks import in_order, names, report_of
 from statecore.models import request_state as rs
 from statecore.models import request_state_impl as impl
 from statecore.models.request_state_adapter import NS, AccessorBinding
@@ -31,32 +32,13 @@ from statecore.models.request_state_impl import (
     UnknownNamespaceError,
 )
 
-from statecore.explore import HOLDS, VACUOUS, VIOLATED, Report, explore
+from statecore.explore import HOLDS, VACUOUS, VIOLATED, explore
 from statecore.fuzz import fuzz, replay_with_adapter
 from statecore.registry import Target, resolve_adapter
-from statecore.trace import Trace
 
 TARGETS = {t.name: t for t in rs.TARGETS}
 VARIANTS = [t for t in rs.TARGETS if t.kind == "variant"]
 CODEC, FRAMES = NS
-
-_REPORTS: dict[str, Report] = {}
-
-
-def report_of(target: Target) -> Report:
-    if target.name not in _REPORTS:
-        _REPORTS[target.name] = explore(target.load(), stop_on_violation=False)
-    return _REPORTS[target.name]
-
-
-def names(trace: Trace) -> list[str]:
-    return [a.name for a in trace.actions]
-
-
-def in_order(actions: list[str], expected: list[str]) -> bool:
-    """Whether `expected` is a subsequence of `actions`."""
-    it = iter(actions)
-    return all(any(a == e for a in it) for e in expected)
 
 
 # -- the model -----------------------------------------------------------------------

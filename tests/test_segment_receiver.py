@@ -18,11 +18,12 @@ import time
 from collections.abc import Hashable, Mapping
 
 import pytest
+from model_checks import in_order, names, report_of
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
 
 from statecore.definition import Snapshot
-from statecore.explore import HOLDS, VIOLATED, Report, explore
+from statecore.explore import HOLDS, VIOLATED, explore
 from statecore.registry import Target
 from statecore.semantics import step
 from statecore.system import ActionLabel, Keys, System, SystemState
@@ -35,24 +36,6 @@ VARIANTS = [t for t in ALL_TARGETS if t.kind == "variant"]
 
 EXT = Keys("ext", 1).values[0]
 REQ = Keys("req", 1).values[0]
-
-_REPORTS: dict[str, Report] = {}
-
-
-def report_of(target: Target) -> Report:
-    if target.name not in _REPORTS:
-        _REPORTS[target.name] = explore(target.load(), stop_on_violation=False)
-    return _REPORTS[target.name]
-
-
-def names(trace: Trace) -> list[str]:
-    return [a.name for a in trace.actions]
-
-
-def in_order(actions: list[str], expected: list[str]) -> bool:
-    """Whether `expected` is a subsequence of `actions`."""
-    it = iter(actions)
-    return all(any(a == e for a in it) for e in expected)
 
 
 def outputs(trace: Trace) -> list[str]:
