@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import time
@@ -86,8 +87,8 @@ class Mode:
     throughput_examples: int
 
 
-QUICK = Mode(seeds=3, cap=30.0, max_examples=100_000, throughput_examples=150)
-FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=500)
+QUICK = Mode(seeds=3, cap=30.0, max_examples=100_000, throughput_examples=300)
+FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=1_000)
 
 
 # -- the baseline: a hand-written Hypothesis state machine over the real adapter ----------
@@ -569,6 +570,13 @@ class Outcome:
         return statistics.median(a.seconds if a.found else math.inf for a in self.attempts)
 
     @property
+    def median_examples(self) -> float:
+        """Median examples run to the first failure (load-independent); a miss is infinite."""
+        if not self.attempts:
+            return math.nan
+        return statistics.median(a.examples if a.found else math.inf for a in self.attempts)
+
+    @property
     def found(self) -> bool:
         """Found within the cap in more than half of the seeds (the median is finite)."""
         return self.attempts is not None and math.isfinite(self.median)
@@ -652,9 +660,17 @@ def seconds(value: float, cap: float) -> str:
     return f">{cap:g}" if math.isinf(value) else f"{value:.2f}"
 
 
+def count(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return "-" if math.isinf(value) else f"{value:.0f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer seeds, a shorter cap")
+    parser.add_argument(
+        "--quick", action="store_true", help="3 seeds, a 30 s cap, fewer examples (~2-3 min)"
+    )
     args = parser.parse_args()
     mode = QUICK if args.quick else FULL
 
@@ -669,6 +685,8 @@ def main() -> None:
     except (ImportError, AdapterError) as exc:
         raise SystemExit(f"benchmarks/fuzz.py needs the vLLM stack: {exc}") from exc
     progress(f"vllm-omni imported in {time.perf_counter() - started:.0f}s")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{'quick' if args.quick else 'full'} mode; load average {load} on {os.cpu_count()} CPUs")
 
     speeds, notes = measure_speeds(mode)
     print(f"1. fuzz throughput (max_examples={mode.throughput_examples} each, seed 0)")
@@ -691,20 +709,25 @@ def main() -> None:
     targets = measure_targets(mode, progress)
     print()
     print(
-        f"2. seconds to the first failure: median over {mode.seeds} seeds, cap {mode.cap:g}s "
-        "per run, a miss counts as infinite"
+        f"2. time to the first failure: median over {mode.seeds} seeds (seconds, and examples "
+        f"run), cap {mode.cap:g}s per run, a miss counts as infinite"
     )
     print(
         "   both tools: generate-only search (no shrinking); statecore with the known 0.30.0 "
         "findings allowed"
     )
-    header = f"{'target':<32}{'kind':<9}{'statecore':>10}{'hits':>6}{'baseline':>10}{'hits':>6}"
-    print(f"{header}  statecore finds / baseline finds")
+    print(
+        f"{'':<41}{'statecore':-^25}  {'baseline':-^25}\n"
+        f"{'target':<32}{'kind':<9}{'seconds':>9}{'examples':>10}{'hits':>6}  "
+        f"{'seconds':>9}{'examples':>10}{'hits':>6}  statecore finds / baseline finds"
+    )
     for t in targets:
+        ours, theirs = t.statecore, t.baseline
         print(
-            f"{t.name:<32}{t.kind:<9}{seconds(t.statecore.median, mode.cap):>10}"
-            f"{t.statecore.hits:>6}{seconds(t.baseline.median, mode.cap):>10}"
-            f"{t.baseline.hits:>6}  {t.statecore.what} / {t.baseline.what}"
+            f"{t.name:<32}{t.kind:<9}{seconds(ours.median, mode.cap):>9}"
+            f"{count(ours.median_examples):>10}{ours.hits:>6}  "
+            f"{seconds(theirs.median, mode.cap):>9}{count(theirs.median_examples):>10}"
+            f"{theirs.hits:>6}  {ours.what} / {theirs.what}"
         )
     attemptable = [t for t in targets if t.baseline.attempts is not None]
     print(
