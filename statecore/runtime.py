@@ -78,7 +78,7 @@ def _key(event: str, payload: dict[str, Any]) -> object:
     """The edge key of a fire: payload values with their types (so 1 and True differ)."""
     if not payload:
         return event
-    return (event, tuple(payload.items()), tuple(map(type, payload.values())))
+    return (event, *payload.items(), *map(type, payload.values()))
 
 
 class Instance:
@@ -121,7 +121,10 @@ class Instance:
         with self._lock:
             node = self._node
             try:
-                entry = node.edges.get(_key(event, payload) if payload else event)
+                # `_key`, inlined: this is the hot path.
+                entry = node.edges.get(
+                    (event, *payload.items(), *map(type, payload.values())) if payload else event
+                )
             except TypeError:  # an unhashable payload value
                 entry = None
             if entry is None:
