@@ -41,7 +41,7 @@ from statecore.explore import (
     reachable,
 )
 from statecore.properties import Property, always, eventually, monitor, sometimes
-from statecore.symmetry import rename_state, renamings
+from statecore.symmetry import Canonicalizer, canonical, rename_state, renamings
 from statecore.system import (
     Action,
     ActionLabel,
@@ -818,3 +818,24 @@ def test_spec_strategy_builds_varied_systems() -> None:
     collect()
     assert len(sizes) > 3
     assert all(n >= 1 for n in sizes)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(systems(symmetric_pair=True))
+def test_the_fast_canonical_form_is_a_renaming_and_reduces_like_brute_force(
+    spec: SystemSpec,
+) -> None:
+    """Every representative lies in its state's orbit; each orbit keeps one representative
+    whenever the brute-force minimum-hash form keeps one."""
+    system = build_system(spec)
+    fast = Canonicalizer(system)
+    group = renamings(system)
+    states = reachable(system)
+    for state in states:
+        node = (state,)
+        rep = fast(node)
+        assert rep[0] in {rename_state(system, state, r) for r in group}
+        assert fast(rep) == rep or hash(fast(rep)) <= hash(rep)
+    fast_reps = {fast((s,))[0] for s in states}
+    brute_reps = {canonical(system, (s,), group)[0] for s in states}
+    assert len(fast_reps) == len(brute_reps) == len(orbits(system, states))
