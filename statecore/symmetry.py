@@ -113,6 +113,10 @@ class Canonicalizer:
                 positions = tuple(i for i, (_, k) in enumerate(system.slot_keys()) if k == key)
                 owned.append((key, positions))
             self._owned.append(owned)
+        self._plans: dict[
+            tuple[tuple[ModelValue, ...], ...],
+            tuple[dict[ModelValue, ModelValue], bool, tuple[int, ...]],
+        ] = {}
 
     @property
     def active(self) -> bool:
@@ -122,38 +126,63 @@ class Canonicalizer:
     def __call__(self, node: Any) -> Any:
         if not self.groups:
             return node
-        state: SystemState = node[0]
-        slots = state.slots
-        choices: list[list[dict[ModelValue, ModelValue]]] = []
-        for keys, owned in zip(self.groups, self._owned):
+        slots = node[0].slots
+        choices: list[list[tuple[ModelValue, ...]]] = []
+        for owned in self._owned:
             ranked = sorted(
                 ((hash(tuple(slots[i] for i in positions)), key) for key, positions in owned),
                 key=lambda pair: pair[0],
             )
-            choices.append(list(_orders(ranked, keys.values)))
+            choices.append(list(_orders(ranked)))
         best = None
         best_hash = 0
         for combo in itertools.product(*choices):
-            renaming: dict[ModelValue, ModelValue] = {}
-            for part in combo:
-                renaming.update(part)
-            candidate = node if _identity(renaming) else rename_state(self.system, node, renaming)
+            plan = self._plans.get(combo) or self._plan(combo)
+            candidate = node if plan[1] else _apply(node, plan[0], plan[2])
             h = hash(candidate)
             if best is None or h < best_hash:
                 best, best_hash = candidate, h
         return best
+
+    def _plan(
+        self, combo: tuple[tuple[ModelValue, ...], ...]
+    ) -> tuple[dict[ModelValue, ModelValue], bool, tuple[int, ...]]:
+        """The renaming an ordering of ids stands for, and where each slot moves."""
+        renaming: dict[ModelValue, ModelValue] = {}
+        for keys, order in zip(self.groups, combo):
+            renaming.update(zip(order, keys.values))
+        moves = tuple(
+            self.system.slot_index(
+                component, renaming.get(key, key) if isinstance(key, ModelValue) else key
+            )
+            for component, key in self.system.slot_keys()
+        )
+        plan = (renaming, _identity(renaming), moves)
+        self._plans[combo] = plan
+        return plan
+
+
+def _apply(node: Any, renaming: Renaming, moves: Sequence[int]) -> Any:
+    """`rename_state` with the slot moves worked out in advance."""
+    state: SystemState = node[0]
+    old = state.slots
+    new: list[Any] = [None] * len(old)
+    for index, target in enumerate(moves):
+        new[target] = rename(old[index], renaming)
+    renamed = SystemState(tuple(new), rename(state.values, renaming))
+    if len(node) == 1:
+        return (renamed,)
+    return (renamed, *rename(tuple(node[1:]), renaming))
 
 
 def _identity(renaming: Mapping[ModelValue, ModelValue]) -> bool:
     return all(k == v for k, v in renaming.items())
 
 
-def _orders(
-    ranked: Sequence[tuple[int, ModelValue]], names: Sequence[ModelValue]
-) -> Iterator[dict[ModelValue, ModelValue]]:
-    """Renamings that send ids, in signature order, to the canonical names.
+def _orders(ranked: Sequence[tuple[int, ModelValue]]) -> Iterator[tuple[ModelValue, ...]]:
+    """The ids in signature order; ids with equal signatures in every order among themselves.
 
-    Ids with equal signatures may go in any order among themselves.
+    Position i of an order gets the i-th canonical name.
     """
     blocks: list[list[ModelValue]] = []
     last: int | None = None
@@ -164,8 +193,7 @@ def _orders(
             blocks.append([key])
         last = sig
     for arrangement in itertools.product(*(itertools.permutations(b) for b in blocks)):
-        order = [key for block in arrangement for key in block]
-        yield dict(zip(order, names))
+        yield tuple(key for block in arrangement for key in block)
 
 
 def canonical(system: System, node: Any, group: tuple[Renaming, ...]) -> Any:
