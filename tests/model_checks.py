@@ -25,3 +25,12 @@ def in_order(actions: list[str], expected: list[str]) -> bool:
     """Whether `expected` is a subsequence of `actions`."""
     it = iter(actions)
     return all(any(a == e for a in it) for e in expected)
+
+
+def assert_story(report: Report, prop: str, length: int, story: list[str]) -> None:
+    """`prop` is violated with a shortest trace of `length` actions that tells `story` in order."""
+    result = report.result(prop)
+    assert result.verdict == "violated"
+    assert result.trace is not None
+    assert len(result.trace) == length, names(result.trace)
+    assert in_order(names(result.trace), story), names(result.trace)

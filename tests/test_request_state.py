@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from model_checks import in_order, names, report_of
+from model_checks import assert_story, in_order, names, report_of
 from statecore.models import request_state as rs
 from statecore.models import request_state_impl as impl
 from statecore.models.request_state_adapter import NS, AccessorBinding
@@ -125,11 +125,7 @@ STORIES: dict[tuple[str, str], tuple[int, list[str]]] = {
 def test_shortest_trace_tells_the_review_story(key: tuple[str, str]) -> None:
     target_name, prop = key
     length, story = STORIES[key]
-    result = report_of(TARGETS[target_name]).result(prop)
-    assert result.verdict == VIOLATED
-    assert result.trace is not None
-    assert len(result.trace) == length, names(result.trace)
-    assert in_order(names(result.trace), story), names(result.trace)
+    assert_story(report_of(TARGETS[target_name]), prop, length, story)
 
 
 def test_stories_cover_every_violation() -> None:

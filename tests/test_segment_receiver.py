@@ -18,7 +18,7 @@ import time
 from collections.abc import Hashable, Mapping
 
 import pytest
-from model_checks import in_order, names, report_of
+from model_checks import assert_story, in_order, names, report_of
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
 
@@ -156,11 +156,7 @@ STORIES: dict[tuple[str, str], tuple[int, list[str]]] = {
 def test_shortest_trace_tells_the_story(key: tuple[str, str]) -> None:
     target_name, prop = key
     length, story = STORIES[key]
-    result = report_of(TARGETS[target_name]).result(prop)
-    assert result.verdict == VIOLATED
-    assert result.trace is not None
-    assert len(result.trace) == length, names(result.trace)
-    assert in_order(names(result.trace), story), names(result.trace)
+    assert_story(report_of(TARGETS[target_name]), prop, length, story)
 
 
 def test_stories_cover_every_violation() -> None:
