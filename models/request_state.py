@@ -409,7 +409,7 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
         # RequestStateUnavailableError: the processor's except path.
         _record_failure(tx, request)
         if config.exception_skips_put:
-            _end(tx, task, sent=False)  # record_send_failure(...); return
+            _end(tx, task)  # record_send_failure(...); return
         else:
             tx.set("in_flight", (task, "ready"))  # still put the boundary marker
 
@@ -421,21 +421,22 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
         terminal = kind == TERMINAL
         token = tx.snapshot(sender)
         if token is None or (token.state == "retiring" and not terminal):
-            _end(tx, task, sent=False)  # _sender_generation_is_active: no put
+            _end(tx, task)  # _sender_generation_is_active: no put
             return
         if terminal:
             tx.set("terminal_put", tx.get("terminal_put") | {request})
         if outcome == "fail":  # put returned False or raised: record_send_failure
             _record_failure(tx, request)
             tx.fire(state, "send_failed")
-        elif terminal:
+        elif terminal:  # the post-put cleanup(): cleanup_sender defers to the finally
             tx.set("delivered", True)
+            _fire_sender(tx, sender, "cleanup")
         if not terminal:  # segment-end post-processing, after a success or a False put
             held = tx.snapshot(state)
             if held is not None and any(held[1:]):
                 tx.set("segment_done", True)
             tx.fire(state, "complete_segment")
-        _end(tx, task, sent=terminal and outcome == "ok")
+        _end(tx, task)
 
     # -- producer callback and test ------------------------------------------------
 
@@ -535,9 +536,9 @@ def _record_failure(tx: Tx, request: Handle) -> None:
         tx.set("failures", tx.get("failures") | {request})
 
 
-def _end(tx: Tx, task: Task, *, sent: bool) -> None:
+def _end(tx: Tx, task: Task) -> None:
     """The task's ``finally``: fence release and deferred cleanup, in the machine."""
-    _fire_sender(tx, task[0], "end", terminal=task[3] == TERMINAL, sent=sent)
+    _fire_sender(tx, task[0], "end", terminal=task[3] == TERMINAL)
     tx.set("in_flight", None)
 
 

@@ -293,8 +293,14 @@ def segment_watermark_machine(
     *,
     advance: Advance = "counter",
     reset_tokens: bool = True,
+    stamp: bool = False,
 ) -> Machine:
-    """The admission branches of ``save_async`` for one external id."""
+    """The admission branches of ``save_async`` for one external id.
+
+    ``stamp=True`` adds the ``stamp`` event for a system that models the
+    sender lock: a save that passes the late check sets ``_segment_generation``
+    before the lock (CTA:430), even if the lock then rejects it.
+    """
     generations = range(segments + 1)
 
     def late(s: Snapshot, p: Mapping[str, Any]) -> bool:
@@ -311,6 +317,31 @@ def segment_watermark_machine(
         return None if reset_tokens else int(p["confirmed"])
 
     admitted = (out("admitted"),)
+    stamps_events = (
+        [
+            Event(
+                "stamp",
+                [Field("generation", generations)],
+                policy="error",
+                doc="a save the sender lock rejects: only _segment_generation is set",
+            )
+        ]
+        if stamp
+        else []
+    )
+    stamps = (
+        [
+            Transition(
+                "open",
+                "stamp",
+                None,
+                effect=lambda s, p: {"expected": p["generation"]},
+                effect_label="expected = gen",
+            )
+        ]
+        if stamp
+        else []
+    )
     boundaries: list[Transition] = []
     if advance in ("counter", "always"):
         boundaries.append(
@@ -383,6 +414,7 @@ def segment_watermark_machine(
                 doc="save_async(kind) of a request at this generation and token count",
             ),
             Event("clear", policy="ignore", doc="_clear_sender_state_locked (terminal cleanup)"),
+            *stamps_events,
         ],
         transitions=[
             Transition(
@@ -424,6 +456,7 @@ def segment_watermark_machine(
                 effect=lambda s, p: {"expected": None, "sent": None},
                 effect_label="pop both",
             ),
+            *stamps,
         ],
     )
 

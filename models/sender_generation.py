@@ -101,9 +101,9 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
         ),
         Event(
             "end",
-            [Field("terminal", BOOL), Field("sent", BOOL)],
+            [Field("terminal", BOOL)],
             policy="error",
-            doc="the task's finally: 'sent' is a successful terminal put",
+            doc="the task's finally (_release_terminal_fence for a terminal)",
         ),
         Event("cleanup", policy="ignore", doc="cleanup_sender(external id)"),
     ]
@@ -137,24 +137,18 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
             guard_label="chunk",
             effect=stop,
         ),
-        # From 'open' too: a second terminal queued on the same generation (a
-        # reused id joined it) runs after the first one's fence release cleared
-        # the single terminal_pending flag.
-        Transition(
-            ("open", "terminal_pending"),
-            "end",
-            "reclaimed",
-            guard=lambda s, p: s.in_flight and p["terminal"] and p["sent"],
-            guard_label="terminal put ok",
-            effect=stop,
-            effect_label="cleanup()",
-        ),
+        # A terminal's finally releases the fence. After a successful put the
+        # post-put cleanup() has already moved the generation to 'draining'
+        # (or 'retiring' before #6670); here the put failed, raised, or was
+        # skipped, and the state is kept. From 'open' too: a second terminal
+        # queued on the same generation (a reused id joined it) runs after the
+        # first one's fence release cleared the single terminal_pending flag.
         Transition(
             ("open", "terminal_pending"),
             "end",
             "open",
-            guard=lambda s, p: s.in_flight and p["terminal"] and not p["sent"],
-            guard_label="terminal not sent",
+            guard=lambda s, p: s.in_flight and p["terminal"],
+            guard_label="terminal",
             effect=stop,
             effect_label="fence released, state kept",
         ),

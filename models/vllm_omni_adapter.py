@@ -96,7 +96,9 @@ KNOWN_0_30_0: Mapping[str, str] = {
 
 def fuzz_system_0_30_0() -> System:
     """vLLM-Omni 0.30.0 as released, at the bounds the real adapter is fuzzed at."""
-    return build(replace(RELEASED_0_30_0, ids=2, generations=3, chunks=2, name="chunk_transfer"))
+    return build(
+        replace(RELEASED_0_30_0, ids=2, generations=3, saves=3, segments=2, name="chunk_transfer")
+    )
 
 
 # -- the real classes, imported once per process ---------------------------------------

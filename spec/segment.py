@@ -27,8 +27,16 @@ REQUEST_END_DELIVERED = "request_end_delivered"
 SAVE_ASYNC = "chunk_transfer_adapter.py save_async (CTA:370-492)"
 
 
-def segment_stream_monitor(segments: int = 3) -> Machine:
-    """What one request's consumer may read: segment by segment, then the request end."""
+def segment_stream_monitor(segments: int = 3, *, abortable: bool = False) -> Machine:
+    """What one request's consumer may read: segment by segment, then the request end.
+
+    ``abortable=True`` is for a system with cancellation and send failures:
+    the request end may arrive while segments are still open
+    (``cleanup_sender`` discards an aborted request's queued chunks and
+    segment ends, but not its terminal), and a ``released`` event (the
+    request failed visibly, its consumer was released) ends the judgement.
+    """
+    cut_short = abortable
     indices = range(segments + 1)
     return Machine(
         "segment_stream",
@@ -37,12 +45,14 @@ def segment_stream_monitor(segments: int = 3) -> Machine:
         states=[
             State("streaming", initial=True, doc="reading the segment `current`"),
             State("ended", final=True, doc="the request end was read"),
+            *([State("failed", doc="failed visibly: nothing more is judged")] if abortable else []),
         ],
         variables=[Var("current", range(segments + 2), 0, doc="the segment being read")],
         events=[
             Event("chunk", [Field("segment", indices)], policy="reject"),
             Event("segment_end", [Field("segment", indices)], policy="reject"),
             Event("request_end", [Field("segment", indices)], policy="reject"),
+            *([Event("released", policy="ignore")] if abortable else []),
         ],
         transitions=[
             Transition(
@@ -65,11 +75,24 @@ def segment_stream_monitor(segments: int = 3) -> Machine:
                 "streaming",
                 "request_end",
                 "ended",
-                guard=lambda s, p: p["segment"] == s.current,
-                guard_label="after every earlier segment's end",
+                guard=(lambda s, p: p["segment"] >= s.current)
+                if cut_short
+                else (lambda s, p: p["segment"] == s.current),
+                guard_label="of the open segment or a later one"
+                if cut_short
+                else "after every earlier segment's end",
             ),
+            *(_released_transitions() if abortable else []),
         ],
     )
+
+
+def _released_transitions() -> list[Transition]:
+    """A visibly failed request's consumer is released: whatever comes later is moot."""
+    return [
+        Transition("streaming", "released", "failed"),
+        *(Transition("failed", e, None) for e in ("chunk", "segment_end", "request_end")),
+    ]
 
 
 _EVENTS = {"chunk": "chunk", "segment_end": "segment_end", "terminal": "request_end"}

@@ -154,11 +154,10 @@ def test_dot_draws_every_state_and_transition(machine: Machine, loops: Any) -> N
             labels = [a.get("label", "") for s, h, a in edges if (s, h) == (source, target)]
             assert any(t.event in label for label in labels), (source, t.name)
     # One edge per source of a multi-source transition.
-    multi = next(
-        t for t in machine.transitions if len(t.source) > 1 and t.target not in (None, *t.source)
-    )
+    multi = next(t for t in machine.transitions if len(t.source) > 1 and t.target is not None)
     for source in multi.source:
-        assert any((s, h) == (source, multi.target) for s, h, _ in edges)
+        if source != multi.target or loops == "edges":
+            assert any((s, h) == (source, multi.target) for s, h, _ in edges)
 
 
 def test_dot_labels_are_the_transition_label_broken_into_lines() -> None:
@@ -263,7 +262,7 @@ def test_dot_with_nasty_labels_renders() -> None:
 
 def test_overlay_of_the_6670_trace() -> None:
     overlay = trace_overlay(SYSTEM_6670, TRACE_6670)
-    assert set(overlay) == {"request", "sender"}
+    assert {"request", "sender"} <= set(overlay)
     sender = [(p.step, p.kind, p.source, p.target, p.event) for p in overlay["sender"]]
     assert sender == [
         (2, "spawn", None, "open", ""),
@@ -585,8 +584,9 @@ def test_cli_mermaid_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("chunk_transfer") == 0
     out = capsys.readouterr().out
     assert out.startswith("# chunk_transfer\n")
-    assert out.count("```mermaid\n") == 3  # request, sender, overview
-    assert out.count("stateDiagram-v2") == 2 and out.count("flowchart LR") == 1
+    # request, sender, watermark, state, overview
+    assert out.count("```mermaid\n") == 5
+    assert out.count("stateDiagram-v2") == 4 and out.count("flowchart LR") == 1
 
 
 def test_cli_one_machine_is_bare_mermaid(capsys: pytest.CaptureFixture[str]) -> None:
@@ -607,7 +607,7 @@ def test_cli_trace_overlay(itf_6670: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_cli_dot(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("chunk_transfer", "--format", "dot") == 0
-    assert capsys.readouterr().out.count("digraph ") == 3
+    assert capsys.readouterr().out.count("digraph ") == 5
 
 
 def test_cli_unknown_machine() -> None:
@@ -627,6 +627,8 @@ def test_cli_images_without_a_file_go_to_the_current_directory(
         "chunk_transfer_6670.overview.png",
         "chunk_transfer_6670.request.png",
         "chunk_transfer_6670.sender.png",
+        "chunk_transfer_6670.state.png",
+        "chunk_transfer_6670.watermark.png",
     ]
     assert (tmp_path / "chunk_transfer_6670.sender.png").read_bytes().startswith(PNG_MAGIC)
 
@@ -643,7 +645,13 @@ def test_cli_png_with_trace(itf_6670: Path, tmp_path: Path) -> None:
 def test_cli_several_svgs(tmp_path: Path) -> None:
     assert cli("chunk_transfer", "--format", "svg", "-o", str(tmp_path / "ct.svg")) == 0
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["ct.overview.svg", "ct.request.svg", "ct.sender.svg"]
+    assert written == [
+        "ct.overview.svg",
+        "ct.request.svg",
+        "ct.sender.svg",
+        "ct.state.svg",
+        "ct.watermark.svg",
+    ]
     for path in tmp_path.iterdir():
         assert ET.parse(path).getroot().tag.endswith("svg")
 
