@@ -28,21 +28,28 @@ How the real adapter is driven:
   (CTA:1577-1641), which calls ``cleanup_sender(external id)``.
 * The consumer is a FIFO over the fake connector's successful puts.
 
-What is compared after every step (`observe` against `expect`): the puts in
-order as (internal id, ``meta.finished``, empty payload), the connector's
-unread puts, the internal ids with a recorded send failure
-(``_send_failures``, peeked, not drained), every held sender generation
-(``_sender_tokens``: external id, which token object it is, ``cancelled``,
-``terminal_pending``, ``in_flight``), the save queue (internal id, token,
-``is_finished``) and where the save thread is parked.
+What is compared after every step (`observe` against `expect`): the
+connector's unread puts as (internal id, ``meta.finished``,
+``meta.is_segment_finished``, empty payload), the internal ids with a
+recorded send failure (``_send_failures``, peeked, not drained), every held
+sender generation (``_sender_tokens``: external id, which token object it
+is, ``cancelled``, ``terminal_pending``, ``in_flight``), the save queue
+(internal id, token, ``is_finished``, ``is_segment_finished``), where the
+save thread is parked, the watermarks ``_segment_generation`` and
+``requests_num_chunks_sent`` per external id, and ``request_payload`` (the
+processor records which request created each entry).
 
-Below the model's abstraction (it models neither connector keys nor the
-``requests_num_chunks_sent`` watermark), two 0.30.0 behaviours are not
-compared: a reused external id that joins a generation its failed terminal
-left behind continues the old key counter (its receiver polls key 0 first),
-and a joined request whose token count is below the old watermark has its
-chunks dropped silently. Token counts here grow per external id, so the
-watermark never fires; ``tokens_per_request=True`` shows the drop.
+Saves carry what the scheduler would pass: the model request's confirmed
+token count (one per save, from zero after a rebuilt prompt) and its
+``_omni_segment_generation``; a segment end is ``save_async(...,
+is_segment_finished=True)``. The save thread also parks between the send
+and ``_send_single_request``'s ``finally`` once the connector was called
+(the model's ``finish``).
+
+Below the model's abstraction (it does not model connector keys), one
+0.30.0 behaviour is not compared: a reused external id that joins a
+generation its failed terminal left behind continues the old key counter
+(its receiver polls key 0 first).
 
 `MUTANTS` re-introduces bugs vLLM-Omni really had into the real class, for
 the mutation check in ``tests/test_vllm_adapter.py``.
@@ -65,7 +72,7 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, AdapterSpec, Baton
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .chunk_transfer import RELEASED_0_30_0, build
+from .chunk_transfer import CHUNK, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
 
 CTA_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.chunk_transfer_adapter"
 BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
@@ -85,6 +92,19 @@ KNOWN_0_30_0: Mapping[str, str] = {
     "failure_releases_consumer": (
         "recorded send failures are only logged by the scheduler, never turned into a "
         "request failure (omni_scheduler_mixin.py:482-521)"
+    ),
+    "no_current_save_dropped": (
+        "a request that reuses an external id after a failed terminal is judged against "
+        "the old request's watermarks: save_async skips its saves as late or as preemption "
+        "replays, silently (CTA:412-463)"
+    ),
+    "reuse_isolation": (
+        "a request that reuses an external id joins the old sender generation, and its "
+        "processor reads the old request's request_payload (CTA:447-469)"
+    ),
+    "segment_order": (
+        "a segment end whose put fails is only recorded; the next segment's chunks follow "
+        "under the same connector key, so the consumer reads them as the old segment's"
     ),
     "no_sender_leak": (
         "a failed terminal (put False or raising) releases the fence but keeps the sender "
@@ -163,20 +183,33 @@ def _import_real() -> RealClasses:
         def create_connector(cls, model_config: Any) -> Any:
             return model_config.statecore_connector
 
+        def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
+            # Park between the send and _send_single_request's finally once the
+            # connector was called: the model's ``finish`` step.
+            binding = self.connector.binding
+            binding.put_called = False
+            try:
+                return super()._send_single_request_for_generation(*args, **kwargs)
+            finally:
+                if binding.put_called:
+                    binding.baton.park("finish")
+
     class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
         """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
 
         def __init__(self, binding: OmniChunkTransferAdapterBinding) -> None:
             self.binding = binding
             self.stage_id = STAGE_ID
-            self.sent: list[tuple[str, str, bool, bool]] = []  # (key, rid, finished, empty)
+            # (key, internal id, finished, segment finished, empty)
+            self.sent: list[tuple[str, str, bool, bool, bool]] = []
             self.store: dict[str, Any] = {}
-            self.unread: deque[tuple[str, str, bool, bool]] = deque()
+            self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
             self.closed = False
 
         def put(
             self, from_stage: str, to_stage: str, put_key: str, data: Any
         ) -> tuple[bool, int, dict[str, Any] | None]:
+            self.binding.put_called = True
             outcome = self.binding.baton.park("put")
             if outcome == "raise":
                 raise ConnectionError(f"statecore: connector put of {put_key} raised")
@@ -213,19 +246,22 @@ def _import_real() -> RealClasses:
     )  # fmt: skip
 
 
-def describe_payload(data: Any) -> tuple[bool, bool]:
-    """(``meta.finished``, nothing but meta) of a payload struct the sender put."""
+def describe_payload(data: Any) -> tuple[bool, bool, bool]:
+    """(``meta.finished``, ``meta.is_segment_finished``, nothing but meta) of a put payload."""
     meta = getattr(data, "meta", None)
-    flag = getattr(meta, "finished", None)
-    if flag is None:
-        finished = False
-    elif hasattr(flag, "numel"):
-        finished = flag.numel() == 1 and bool(flag.item())
-    else:
-        finished = bool(flag)
     fields = getattr(data, "__struct_fields__", ())
     empty = all(getattr(data, f) is None for f in fields if f != "meta")
-    return finished, empty
+    return _flag(meta, "finished"), _flag(meta, "is_segment_finished"), empty
+
+
+def _flag(meta: Any, name: str) -> bool:
+    """A boolean meta field, which the sender stores as a one-element tensor."""
+    flag = getattr(meta, name, None)
+    if flag is None:
+        return False
+    if hasattr(flag, "numel"):
+        return flag.numel() == 1 and bool(flag.item())
+    return bool(flag)
 
 
 def make_adapter(connector: Any, *, max_num_seqs: int = 8) -> Any:
@@ -290,7 +326,8 @@ def external_id(key: Hashable) -> str:
     return str(key)
 
 
-PARKED_AT = {None: None, "begun": "processor", "putting": "put"}
+PARKED_AT = {None: None, "begun": "processor", "putting": "put", "finishing": "finish"}
+KIND_FLAGS = {"chunk": (False, False), "segment_end": (False, True), "terminal": (True, False)}
 CANCELLED_STATES = frozenset({"draining", "retiring"})
 TERMINAL_PENDING_STATES = frozenset({"terminal_pending", "draining"})
 
@@ -301,18 +338,15 @@ class OmniChunkTransferAdapterBinding(Adapter):
     name = "vllm-omni"
     known = KNOWN_0_30_0
 
-    def __init__(self, *, timeout: float = 10.0, tokens_per_request: bool = False) -> None:
-        """`tokens_per_request` counts each request's tokens from zero, as a new
-        request would; by default they keep growing per external id (see `_save`)."""
+    def __init__(self, *, timeout: float = 10.0) -> None:
         self.timeout = timeout
-        self.tokens_per_request = tokens_per_request
         self.baton = Baton(timeout)
         self.adapter: Any = None
         self.connector: Any = None
         self.requests: dict[Hashable, Any] = {}
-        self.computed: dict[Hashable, int] = {}
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
+        self.put_called = False
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -325,9 +359,9 @@ class OmniChunkTransferAdapterBinding(Adapter):
         # Set the processor directly (the dotted-path config is CTA:179-184).
         self.adapter.custom_process_next_stage_input_func = self._processor
         self.requests = {}
-        self.computed = {}
         self.tokens = {}
         self.flight = None
+        self.put_called = False
 
     def teardown(self) -> None:
         for _ in range(8):  # a failing example may leave the worker parked
@@ -351,6 +385,10 @@ class OmniChunkTransferAdapterBinding(Adapter):
         new_token_ids: tuple[int, ...] = (),
     ) -> Any:
         outcome = self.baton.park("processor")
+        # A producer keeps request-wide state in request_payload[ext], as the
+        # bundled processors do (e.g. qwen3_omni.py:444-446).
+        state = transfer_manager.request_payload.setdefault(request.external_req_id, {})
+        state.setdefault(NAMESPACE, str(request.request_id))
         if outcome == "raise":
             raise ProcessorFailure(f"statecore: processor raised for {request.request_id}")
         if outcome == "none":
@@ -383,27 +421,39 @@ class OmniChunkTransferAdapterBinding(Adapter):
         request.status = self.classes.status.RUNNING
         self.requests[ext] = request
 
-    def _save(self, ext: Hashable, *, terminal: bool) -> None:
+    def _request_snapshot(self, step: SystemStep, ext: Hashable) -> Any:
+        snap = step.state.slots[self.system.slot_index("request", ext)].snapshot
+        if snap is None:
+            raise AdapterError(f"vllm-omni: no model request for {ext!r}")
+        return snap
+
+    def _save(self, step: SystemStep, ext: Hashable, kind: str) -> None:
+        # The model's request says what the scheduler would pass: its confirmed
+        # token count (one per save, from zero after a rebuilt prompt) and its
+        # _omni_segment_generation (bumped by every streaming update).
         request = self.requests[ext]
-        # The watermark requests_num_chunks_sent[ext] (CTA:451-462) silently drops a
-        # chunk whose confirmed token count is below the last one enqueued for the
-        # external id: a re-run after preemption, or a reused id whose new request
-        # joined the old generation with fewer tokens. The model leaves the
-        # watermark out, so by default token counts only grow per external id.
-        if self.tokens_per_request:
-            request.num_computed_tokens += 1
-        else:
-            self.computed[ext] = self.computed.get(ext, 0) + 1
-            request.num_computed_tokens = self.computed[ext]
-        if terminal:
+        snap = self._request_snapshot(step, ext)
+        request.num_computed_tokens = snap.tokens
+        request._omni_segment_generation = snap.ends - (kind == SEGMENT_END)
+        if kind == TERMINAL:
             request.status = self.classes.status.FINISHED_STOPPED
-        self.adapter.save_async(None, request)
+        self.adapter.save_async(None, request, is_segment_finished=kind == SEGMENT_END)
 
     def _do_save_chunk(self, step: SystemStep, ext: Hashable) -> None:
-        self._save(ext, terminal=False)
+        self._save(step, ext, CHUNK)
+
+    def _do_save_segment_end(self, step: SystemStep, ext: Hashable) -> None:
+        self._save(step, ext, SEGMENT_END)
 
     def _do_save_terminal(self, step: SystemStep, ext: Hashable) -> None:
-        self._save(ext, terminal=True)
+        self._save(step, ext, TERMINAL)
+
+    def _do_next_segment(self, step: SystemStep, ext: Hashable) -> None:
+        # A streaming update: _omni_segment_generation += 1 and a rebuilt prompt
+        # (MIX:196-204). Nothing reaches the adapter until the next save.
+        request = self.requests[ext]
+        request._omni_segment_generation = self._request_snapshot(step, ext).ends
+        request.num_computed_tokens = 0
 
     def _do_abort(self, step: SystemStep, ext: Hashable) -> None:
         # MIX.finish_requests -> adapter.finish_requests, before vLLM's own
@@ -432,6 +482,11 @@ class OmniChunkTransferAdapterBinding(Adapter):
     def _do_put(self, step: SystemStep, outcome: str) -> None:
         self._expect_parked("put")
         self.baton.resume(outcome)
+        self._settle()
+
+    def _do_finish(self, step: SystemStep) -> None:
+        self._expect_parked("finish")
+        self.baton.resume(None)
         self._settle()
 
     def _do_receive(self, step: SystemStep) -> None:
@@ -479,16 +534,34 @@ class OmniChunkTransferAdapterBinding(Adapter):
                 str(task["request"].request_id),
                 self._token_generation(task["request"].external_req_id, task["sender_token"]),
                 bool(task["is_finished"]),
+                bool(task["is_segment_finished"]),
             )
             for task in adapter._pending_save_reqs
         )
+        watermarks = tuple(
+            sorted(
+                (
+                    ext,
+                    adapter._segment_generation.get(ext),
+                    adapter.requests_num_chunks_sent.get(ext),
+                )
+                for ext in {*adapter._segment_generation, *adapter.requests_num_chunks_sent}
+            )
+        )
+        states = tuple(
+            sorted(
+                (ext, tuple(sorted(state.items())))
+                for ext, state in adapter.request_payload.items()
+            )
+        )
         return (
-            ("puts", tuple(entry[1:] for entry in self.connector.sent)),
             ("unread", tuple(entry[1:] for entry in self.connector.unread)),
             ("failures", frozenset(adapter._send_failures)),
             ("senders", senders),
             ("queue", queue),
             ("parked", self.baton.parked_at),
+            ("watermarks", watermarks),
+            ("request_payload", states),
         )
 
     def expect(self, view: StateView) -> Hashable:
@@ -505,17 +578,35 @@ class OmniChunkTransferAdapterBinding(Adapter):
             )
         )
         queue = tuple(
-            (internal_id(request), token.generation, terminal)
-            for token, request, terminal in view.get("queue")
+            (internal_id(request), token.generation, *KIND_FLAGS[kind])
+            for token, request, kind, _ in view.get("queue")
+        )
+        unread = tuple(
+            (internal_id(request), *KIND_FLAGS[kind], empty)
+            for request, kind, _, empty in view.get("mailbox")
+        )
+        watermarks = tuple(
+            sorted(
+                (external_id(handle.key), snap.expected, snap.sent)
+                for handle, snap in view.live("watermark")
+                if (snap.expected, snap.sent) != (None, None)
+            )
+        )
+        states = tuple(
+            sorted(
+                (external_id(state.key), ((NAMESPACE, internal_id(request)),))
+                for state, request in view.get("made")
+            )
         )
         flight = view.get("in_flight")
         return (
-            ("puts", tuple((internal_id(r), f, e) for r, f, e in view.get("puts"))),
-            ("unread", tuple((internal_id(r), f, e) for r, f, e in view.get("mailbox"))),
+            ("unread", unread),
             ("failures", frozenset(internal_id(r) for r in view.get("failures"))),
             ("senders", senders),
             ("queue", queue),
             ("parked", PARKED_AT[None if flight is None else flight[1]]),
+            ("watermarks", watermarks),
+            ("request_payload", states),
         )
 
 
