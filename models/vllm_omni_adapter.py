@@ -714,6 +714,42 @@ def _cancelled_vetoes_terminal(cls: type[Any]) -> dict[str, Any]:
     return {"_sender_generation_is_active": _sender_generation_is_active}
 
 
+def _token_watermark_kept(cls: type[Any]) -> dict[str, Any]:
+    # CTA:486 removed: a queued segment end keeps requests_num_chunks_sent at
+    # its confirmed count, so the next segment's saves, whose counts restart
+    # after the rebuilt prompt, are skipped silently as preemption replays.
+    save_async = cls.save_async
+
+    def save_async_keeping_watermark(self: Any, *args: Any, **kwargs: Any) -> Any:
+        request = kwargs.get("request", args[1] if len(args) > 1 else None)
+        queued = len(self._pending_save_reqs)
+        result = save_async(self, *args, **kwargs)
+        boundary = kwargs.get("is_segment_finished", False)
+        if boundary and request is not None and len(self._pending_save_reqs) > queued:
+            confirmed = self._confirmed_num_computed_tokens(request)
+            self.requests_num_chunks_sent[request.external_req_id] = confirmed
+        return result
+
+    return {"save_async": save_async_keeping_watermark}
+
+
+def _segment_end_pops_payload(cls: type[Any]) -> dict[str, Any]:
+    # The segment-end post-processing (CTA:902-909) also pops request_payload:
+    # the producer loses its request-wide state at every segment boundary.
+    send = cls._send_single_request_for_generation
+
+    def _send_single_request_for_generation(
+        self: Any, task: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        result = send(self, task, *args, **kwargs)
+        if task.get("is_segment_finished"):
+            with self._sender_state_lock:
+                self.request_payload.pop(task["request"].external_req_id, None)
+        return result
+
+    return {"_send_single_request_for_generation": _send_single_request_for_generation}
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cleanup_drops_queued_terminal",
@@ -740,8 +776,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "cancelled vetoes the terminal before the put (seed 000 F1)",
         _cancelled_vetoes_terminal,
     ),
+    Mutant(
+        "token_watermark_kept_at_segment_end",
+        "a segment end keeps requests_num_chunks_sent (CTA:486 removed)",
+        _token_watermark_kept,
+    ),
+    Mutant(
+        "segment_end_pops_request_payload",
+        "segment-end post-processing pops request_payload (seed 000: segment completion "
+        "must keep request-wide state)",
+        _segment_end_pops_payload,
+    ),
 )
-"""Bugs vLLM-Omni really had; the fuzzer must find each against the patched real code."""
+"""Bugs vLLM-Omni had, and regressions of the code that fixed them (the last two need a
+segment boundary); the fuzzer must find each against the patched real code."""
 
 
 ADAPTERS: tuple[AdapterSpec, ...] = (

@@ -1,0 +1,143 @@
+"""The chunk-transfer system: sender generation, segment watermarks and producer state.
+
+* every bundled target of `statecore.models.chunk_transfer` is checked
+  exhaustively: the reference holds with no vacuous property and takes every
+  transition but the watermark branches only 0.30.0's reuse takes; each
+  variant violates exactly its expected properties, with a shortest trace
+  that tells its story;
+* the reference also holds at the bounds of the variants checked with two
+  saves per request and no reuse, so those findings are the variants' own;
+* the composition's parts are the bundled machines: the sender generation,
+  the segment watermark and the request state, not copies of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from model_checks import assert_story, names, report_of
+from statecore.models import chunk_transfer as ct
+from statecore.models.request_state import request_state_machine
+from statecore.models.segment import segment_watermark_machine
+from statecore.models.sender_generation import sender_generation_machine
+
+from statecore.explore import HOLDS, VACUOUS, VIOLATED, explore
+from statecore.registry import Target
+
+BY_NAME: dict[str, Target] = {t.name: t for t in ct.TARGETS}
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_target_verdict(name: str) -> None:
+    target = BY_NAME[name]
+    report = report_of(target)
+    assert report.complete
+    failing = {r.property.id for r in report.results if r.verdict != HOLDS}
+    assert failing == target.expected_violations, {
+        r.property.id: (r.verdict, r.detail) for r in report.results if r.verdict != HOLDS
+    }
+    if target.kind == "variant":
+        assert target.family == "chunk_transfer"
+        assert all(report.result(p).verdict == VIOLATED for p in target.expected_violations)
+
+
+def test_reference_holds_without_vacuity_and_explains_every_untaken_transition() -> None:
+    report = report_of(BY_NAME["chunk_transfer"])
+    assert report.ok
+    assert [r.property.id for r in report.results if r.verdict == VACUOUS] == []
+    never = {c.component: set(c.never) for c in report.coverage if c.never}
+    assert never == {"watermark": set(ct.UNTAKEN_IN_REFERENCE)}
+
+
+def test_0_30_0_takes_the_watermark_branches_the_reference_does_not() -> None:
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    never = {name for c in report.coverage for name in c.never}
+    assert not never & set(ct.UNTAKEN_IN_REFERENCE), never
+
+
+@pytest.mark.parametrize("generations", [1, 2])
+def test_reference_holds_with_two_saves_per_request(generations: int) -> None:
+    config = replace(ct.ChunkTransferConfig(), saves=2, generations=generations)
+    report = explore(ct.build(config), stop_on_violation=False)
+    assert report.ok, [(r.property.id, r.verdict) for r in report.results if r.verdict != HOLDS]
+
+
+def test_the_composition_is_made_of_the_bundled_machines() -> None:
+    machines = {c.name: c.machine for c in ct.CHUNK_TRANSFER.components}
+    parts = {
+        "sender": sender_generation_machine(),
+        "watermark": segment_watermark_machine(1, 2, advance="always", stamp=True),
+        "state": request_state_machine((ct.NAMESPACE,)),
+    }
+    for name, part in parts.items():
+        assert machines[name].name == part.name
+        assert [t.name for t in machines[name].transitions] == [t.name for t in part.transitions]
+    assert machines["state"] is parts["state"]  # cached per arguments
+
+
+# -- the stories -----------------------------------------------------------------------
+
+
+def test_6670_cleanup_discards_the_queued_terminal() -> None:
+    report = report_of(BY_NAME["chunk_transfer_6670"])
+    assert_story(report, "terminal_delivered", 4, ["save_terminal", "abort", "begin"])
+
+
+def test_0_30_0_reused_id_is_judged_against_the_old_token_watermark() -> None:
+    # r1 saved a chunk and its terminal (2 tokens); r2 reuses the id while r1's
+    # terminal is queued, and its first chunk (1 token) is skipped as a replay.
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    story = ["save_chunk", "save_terminal", "new_request", "save_chunk"]
+    assert_story(report, "no_current_save_dropped", 5, story)
+
+
+def test_0_30_0_reused_id_reads_the_old_request_payload() -> None:
+    # r2's chunk joins r1's generation; r1's terminal put fails, so nothing
+    # reclaims it, and r2's processor finds r1's request_payload.
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    result = report.result("reuse_isolation")
+    assert result.trace is not None
+    actions = [str(a) for a in result.trace.actions]
+    assert actions[:4] == [
+        "new_request(ext=ext0)",
+        "save_terminal(ext=ext0)",
+        "new_request(ext=ext0)",
+        "save_chunk(ext=ext0)",
+    ]
+    assert "put(outcome='false')" in actions and actions[-1].startswith("process(")
+
+
+def test_0_30_0_failed_segment_end_runs_the_next_segment_into_the_old_one() -> None:
+    report = report_of(BY_NAME["chunk_transfer_0_30_0_segments"])
+    result = report.result("segment_order")
+    assert result.trace is not None
+    actions = [str(a) for a in result.trace.actions]
+    assert actions[:4] == [
+        "new_request(ext=ext0)",
+        "save_segment_end(ext=ext0)",
+        "next_segment(ext=ext0)",
+        "save_chunk(ext=ext0)",
+    ]
+    assert actions.index("put(outcome='false')") < actions.index("put(outcome='ok')")
+    assert actions[-1] == "receive()"
+
+
+def test_without_the_token_reset_the_next_segment_is_a_replay() -> None:
+    report = report_of(BY_NAME["chunk_transfer_no_token_reset"])
+    story = ["save_chunk", "save_segment_end", "next_segment", "save_terminal"]
+    assert_story(report, "no_current_save_dropped", 5, story)
+
+
+def test_a_segment_that_clears_request_payload_loses_request_wide_state() -> None:
+    report = report_of(BY_NAME["chunk_transfer_segment_clears"])
+    story = ["save_segment_end", "begin", "process", "put"]
+    assert_story(report, "request_state_retained", 5, story)
+
+
+def test_seed_000_p1_processor_exception_skips_the_terminal() -> None:
+    report = report_of(BY_NAME["chunk_transfer_seed000_p1"])
+    result = report.result("terminal_delivered")
+    assert result.trace is not None
+    assert [str(a) for a in result.trace.actions][-1] == "process(outcome='raise')"
+    assert names(result.trace) == ["new_request", "save_terminal", "begin", "process"]
