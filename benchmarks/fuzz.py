@@ -71,6 +71,7 @@ VARIANTS = (  # (the chunk_transfer.py builder, its registered name)
     ("variant_seed000_p1", "chunk_transfer_seed000_p1"),
     ("variant_reuse_joins", "chunk_transfer_reuse_joins"),
     ("released_0_30_0", "chunk_transfer_0_30_0"),
+    ("variant_segment_clears", "chunk_transfer_segment_clears"),
 )
 M = TypeVar("M", bound=RuleBasedStateMachine)
 TERMINAL_LOST = "terminal lost"  # the baseline's two checks
@@ -146,9 +147,10 @@ def baseline_machine(tally: Tally | None = None) -> type[RuleBasedStateMachine]:
 
         def __init__(self) -> None:
             self.stage_id = STAGE_ID
-            self.sent: list[tuple[str, str, bool, bool]] = []  # (key, rid, finished, empty)
+            # (key, internal id, finished, segment finished, empty)
+            self.sent: list[tuple[str, str, bool, bool, bool]] = []
             self.store: dict[str, Any] = {}
-            self.unread: deque[tuple[str, str, bool, bool]] = deque()
+            self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
             self.closed = False
             self.outcome = "ok"
             self.request_id = ""
@@ -257,7 +259,7 @@ def baseline_machine(tally: Tally | None = None) -> type[RuleBasedStateMachine]:
             sent = len(self.connector.sent)
             # save_loop's body, run to completion before the next rule
             self.save_thread.submit(run_save_task, self.adapter, task).result()
-            for _, put_rid, finished, _ in self.connector.sent[sent:]:
+            for _, put_rid, finished, _, _ in self.connector.sent[sent:]:
                 if not finished:
                     continue
                 self.delivered.add(put_rid)
