@@ -221,6 +221,17 @@ InFlight = tuple[Task, str, Any]
 Put = tuple[Handle, str, int, bool]
 
 
+UNTAKEN_IN_REFERENCE: dict[str, str] = {
+    "open--save(late)-->open": "the reference judges a save only against its own "
+    "request's watermarks, and within one request generations only grow",
+    "open--save(replay)-->open": "token counts only grow within a segment and the "
+    "segment end resets the watermark; nothing here re-runs a preempted step",
+    "open--stamp-->(same)": "the reference refuses a reused id before save_async "
+    "touches the watermarks",
+}
+"""Watermark transitions only 0.30.0's reuse and the variants take, and why."""
+
+
 def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
     """The chunk-transfer system for `config`, with the spec's properties."""
     from statecore.spec.chunk_transfer import properties
@@ -426,7 +437,14 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
                 max_generations=config.generations,
             ),
             Component("sender", sender, ext, max_generations=config.generations),
-            Component("watermark", watermark, ext),
+            Component(
+                "watermark",
+                watermark,
+                ext,
+                untaken=UNTAKEN_IN_REFERENCE
+                if config.isolate_reuse and config.reset_tokens
+                else {},
+            ),
             Component("state", producer_state, ext, max_generations=config.generations),
         ],
         globals=[
@@ -555,16 +573,6 @@ def _clear_sender_state(tx: Tx, ext: Hashable) -> None:
 
 
 CHUNK_TRANSFER = build()
-
-UNTAKEN_IN_REFERENCE: dict[str, str] = {
-    "open--save(late)-->open": "the reference judges a save only against its own "
-    "request's watermarks, and within one request generations only grow",
-    "open--save(replay)-->open": "token counts only grow within a segment and the "
-    "segment end resets the watermark; nothing here re-runs a preempted step",
-    "open--stamp-->(same)": "the reference refuses a reused id before save_async "
-    "touches the watermarks",
-}
-"""Watermark transitions only 0.30.0's reuse and the variants take, and why."""
 
 
 def released_0_30_0() -> System:

@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -274,8 +274,9 @@ def _print_report(
             f"transitions taken",
             file=out,
         )
+        untaken = report.system.component(cov.component).untaken
         for never in cov.never:
-            print(f"    never taken: {never}", file=out)
+            print(f"    {_never_taken(never, untaken)}", file=out)
 
 
 def _report_json(
@@ -312,6 +313,11 @@ def _report_json(
                 "machine": c.machine,
                 "taken": c.taken,
                 "never": list(c.never),
+                "by_design": {
+                    n: why
+                    for n, why in report.system.component(c.component).untaken.items()
+                    if n in c.never
+                },
             }
             for c in report.coverage
         ],
@@ -470,8 +476,16 @@ def _print_fuzz(report: Any, adapter: str, trace_file: Path | None) -> None:
         print(f"  known   {pid} ({len(trace)} steps): {reason}")
     for component, machine, taken, total, never in report.coverage():
         print(f"  coverage {component} ({machine}): {taken}/{total} transitions taken")
+        untaken = report.system.component(component).untaken
         for name in never:
-            print(f"    never taken: {name}")
+            print(f"    {_never_taken(name, untaken)}")
+
+
+def _never_taken(name: str, untaken: Mapping[str, str]) -> str:
+    """One coverage line: an untaken transition, with its reason if one is declared."""
+    if name in untaken:
+        return f"not taken by design: {name} ({untaken[name]})"
+    return f"never taken: {name}"
 
 
 # -- terminal helpers ----------------------------------------------------------

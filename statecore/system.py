@@ -82,12 +82,18 @@ class Handle(NamedTuple):
 
 @dataclass(frozen=True)
 class Component:
-    """A machine instantiated once per key, with at most `max_generations` per key."""
+    """A machine instantiated once per key, with at most `max_generations` per key.
+
+    `untaken` names transitions of `machine` this system is not meant to take,
+    each with the reason (a reused machine whose other users take them, say).
+    Coverage reports list them as explained rather than as dead model code.
+    """
 
     name: str
     machine: Machine
     keys: Keys | Sequence[Hashable]
     max_generations: int = 1
+    untaken: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def key_values(self) -> tuple[Hashable, ...]:
@@ -410,6 +416,13 @@ class System:
                 )
             if not comp.key_values:
                 raise SystemDefinitionError(f"{where}: component {comp.name!r} has no keys")
+            transitions = {t.name for t in comp.machine.transitions}
+            for name in comp.untaken:
+                if name not in transitions:
+                    raise SystemDefinitionError(
+                        f"{where}: component {comp.name!r} declares {name!r} untaken, but "
+                        f"machine {comp.machine.name!r} has no such transition"
+                    )
         for g in self.globals:
             try:
                 hash(g.default)

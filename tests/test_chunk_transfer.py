@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -22,8 +23,11 @@ from statecore.models.request_state import request_state_machine
 from statecore.models.segment import segment_watermark_machine
 from statecore.models.sender_generation import sender_generation_machine
 
+from statecore.cli import main
+from statecore.errors import SystemDefinitionError
 from statecore.explore import HOLDS, VACUOUS, VIOLATED, explore
 from statecore.registry import Target
+from statecore.system import System
 
 BY_NAME: dict[str, Target] = {t.name: t for t in ct.TARGETS}
 
@@ -141,3 +145,41 @@ def test_seed_000_p1_processor_exception_skips_the_terminal() -> None:
     assert result.trace is not None
     assert [str(a) for a in result.trace.actions][-1] == "process(outcome='raise')"
     assert names(result.trace) == ["new_request", "save_terminal", "begin", "process"]
+
+
+# -- coverage explained by design ------------------------------------------------------
+
+
+def test_check_lists_the_untaken_watermark_branches_with_their_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "chunk_transfer"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_design = [line.strip() for line in lines if "not taken by design" in line]
+    assert len(by_design) == len(ct.UNTAKEN_IN_REFERENCE)
+    for name, reason in ct.UNTAKEN_IN_REFERENCE.items():
+        assert f"not taken by design: {name} ({reason})" in by_design
+    assert not [line for line in lines if "never taken" in line]
+
+
+def test_check_json_reports_the_reasons(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "chunk_transfer", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["targets"]
+    (watermark,) = [c for c in result["coverage"] if c["component"] == "watermark"]
+    assert watermark["by_design"] == ct.UNTAKEN_IN_REFERENCE
+
+
+def test_an_untaken_name_that_is_no_transition_is_refused() -> None:
+    system = ct.CHUNK_TRANSFER
+    components = [
+        replace(c, untaken={"open--save(nope)-->open": "?"}) if c.name == "watermark" else c
+        for c in system.components
+    ]
+    with pytest.raises(SystemDefinitionError, match=r"'open--save\(nope\)-->open' untaken"):
+        System(
+            system.name,
+            components=components,
+            actions=system.actions,
+            globals=system.globals,
+            init=system.init,
+        )
