@@ -449,9 +449,32 @@ def first_failure(
     except OutOfTime:
         return Attempt(False, cap, clock.examples, "")
     except Exception as exc:
+        if clock.failed_at is None and _out_of_time(exc):
+            return Attempt(False, cap, clock.examples, "")
         ended = clock.failed_at if clock.failed_at is not None else time.perf_counter()
         return Attempt(True, ended - started, clock.examples, describe(exc))
     return Attempt(False, time.perf_counter() - started, clock.examples, "")
+
+
+def _out_of_time(exc: BaseException) -> bool:
+    """Whether `exc` is the cap, possibly wrapped by Hypothesis.
+
+    Hypothesis reports an exception from a state machine's constructor that
+    earlier examples did not raise as ``FlakyStrategyDefinition``, with the
+    ``OutOfTime`` as its cause or context (or inside an exception group).
+    """
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OutOfTime):
+            return True
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        pending.extend(getattr(current, "exceptions", ()))
+    return False
 
 
 @contextmanager

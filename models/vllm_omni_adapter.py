@@ -184,18 +184,19 @@ def _import_real() -> RealClasses:
             return model_config.statecore_connector
 
         def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
-            # Park between the send and _send_single_request's finally once the
-            # connector was called: the model's ``finish`` step.
-            binding = self.connector.binding
-            binding.put_called = False
+            # The connector may hold the save thread between the send and
+            # _send_single_request's finally (the model's ``finish`` step).
+            after_send = getattr(self.connector, "after_send", None)
             try:
                 return super()._send_single_request_for_generation(*args, **kwargs)
             finally:
-                if binding.put_called:
-                    binding.baton.park("finish")
+                if after_send is not None:
+                    after_send()
 
     class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
         """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
+
+        put_called = False  # since the last after_send
 
         def __init__(self, binding: OmniChunkTransferAdapterBinding) -> None:
             self.binding = binding
@@ -206,10 +207,16 @@ def _import_real() -> RealClasses:
             self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
             self.closed = False
 
+        def after_send(self) -> None:
+            """Park between a send that reached ``put`` and its ``finally``."""
+            if self.put_called:
+                self.put_called = False
+                self.binding.baton.park("finish")
+
         def put(
             self, from_stage: str, to_stage: str, put_key: str, data: Any
         ) -> tuple[bool, int, dict[str, Any] | None]:
-            self.binding.put_called = True
+            self.put_called = True
             outcome = self.binding.baton.park("put")
             if outcome == "raise":
                 raise ConnectionError(f"statecore: connector put of {put_key} raised")
@@ -346,7 +353,6 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.requests: dict[Hashable, Any] = {}
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
-        self.put_called = False
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -361,7 +367,6 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.requests = {}
         self.tokens = {}
         self.flight = None
-        self.put_called = False
 
     def teardown(self) -> None:
         for _ in range(8):  # a failing example may leave the worker parked

@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .definition import Machine
 from .errors import StatecoreError
 from .system import StateView, System, SystemState, SystemStep
 
@@ -198,8 +199,11 @@ class SystemAdapter(Adapter):
 
     The implementation takes the same actions as the model; where it cannot
     (an action the variant does not enable) that is a divergence, and
-    `observe`/`expect` compare the globals the two systems share, so any
-    difference in behaviour shows up as a conformance finding.
+    `observe`/`expect` compare the globals the two systems share and the
+    variables of every live instance of a component whose machines declare
+    the same variables (the data an instance holds, say a namespace a
+    variant drops), so any difference in behaviour shows up as a
+    conformance finding.
     """
 
     def __init__(self, implementation: System, name: str = "") -> None:
@@ -214,6 +218,12 @@ class SystemAdapter(Adapter):
             for g in self.implementation.globals
             if g.name in {h.name for h in system.globals}
         )
+        variables = {c.name: _variables(c.machine) for c in system.components}
+        self._instances = tuple(
+            (c.name, _variables(c.machine))
+            for c in self.implementation.components
+            if variables.get(c.name) == _variables(c.machine) and variables[c.name]
+        )
 
     def apply(self, step: SystemStep, before: SystemState) -> None:
         assert self.state is not None
@@ -221,8 +231,22 @@ class SystemAdapter(Adapter):
 
     def observe(self) -> Hashable:
         assert self.state is not None
-        view = self.implementation.view(self.state)
-        return tuple((name, view.get(name)) for name in self._shared)
+        return self.expect(self.implementation.view(self.state))
 
     def expect(self, view: StateView) -> Hashable:
-        return tuple((name, view.get(name)) for name in self._shared)
+        instances = tuple(
+            (
+                component,
+                tuple(
+                    (handle.key, handle.generation, tuple(getattr(snap, v) for v in names))
+                    for handle, snap in view.live(component)
+                ),
+            )
+            for component, names in self._instances
+        )
+        return (*((name, view.get(name)) for name in self._shared), *instances)
+
+
+def _variables(machine: Machine) -> tuple[str, ...]:
+    """The names of `machine`'s variables, in declaration order."""
+    return tuple(v.name for v in machine.variables)
