@@ -587,6 +587,11 @@ def released_0_30_0_segments() -> System:
     )
 
 
+def reference_two_saves() -> System:
+    """The reference at the bounds of the segment variants: two saves, no reuse."""
+    return build(ChunkTransferConfig(name="chunk_transfer_two_saves", saves=2, generations=1))
+
+
 def variant_6670() -> System:
     """cleanup_sender reclaims a generation whose terminal is still queued (#6670)."""
     return build(ChunkTransferConfig(name="chunk_transfer_6670", defer_cleanup=False))
@@ -658,6 +663,7 @@ TARGETS: tuple[Target, ...] = (
         doc="vLLM-Omni 0.30.0 with a chunk and a segment end per request: a failed "
         "segment-end put lets the next segment's chunks run into the old segment",
         family="chunk_transfer",
+        reference=f"{_CT}:reference_two_saves",
     ),
     Target(
         "chunk_transfer_6670",
@@ -696,6 +702,7 @@ TARGETS: tuple[Target, ...] = (
         doc="a segment end keeps requests_num_chunks_sent (CTA:486 removed): the next "
         "segment's saves are skipped silently as preemption replays",
         family="chunk_transfer",
+        reference=f"{_CT}:reference_two_saves",
     ),
     Target(
         "chunk_transfer_segment_clears",

@@ -33,6 +33,10 @@ class Target:
     expected: str = "holds"  # or "violates:PROPERTY_ID[,PROPERTY_ID...]"
     doc: str = ""
     family: str = ""  # for a variant: the model it is a variant of
+    # For a variant checked at other bounds than its family's model: the
+    # reference at those bounds ("package.module:object"), which it is fuzzed
+    # against when it runs as an implementation.
+    reference: str = ""
 
     @property
     def kind(self) -> str:
@@ -65,6 +69,7 @@ def bundled_adapters() -> tuple[AdapterSpec, ...]:
             name=f"model:{t.name}",
             target=t.family,
             factory="",
+            system=t.reference,
             doc=f"the {t.name} variant run as the implementation ({t.doc})",
         )
         for t in bundled()
@@ -91,7 +96,7 @@ def resolve_adapter(
         )
     if spec.name.startswith("model:"):
         implementation = resolve(spec.name.removeprefix("model:"))[1]
-        _, system, _ = resolve(target_name)
+        system = load_path(spec.system) if spec.system else resolve(target_name)[1]
         return system, lambda: SystemAdapter(implementation), spec
     factory = spec.load()
     system = load_path(spec.system) if spec.system else resolve(target_name)[1]

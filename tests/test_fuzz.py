@@ -226,3 +226,14 @@ def test_cli_fuzz_unknown_adapter_suggests_close_names(capsys: pytest.CaptureFix
     assert main(["fuzz", "chunk_transfer", "--adapter", "vllm-omin"]) == 2
     err = capsys.readouterr().err
     assert "unknown adapter 'vllm-omin'" in err and "vllm-omni" in err
+
+
+def test_a_variant_at_other_bounds_is_fuzzed_against_the_reference_at_its_bounds() -> None:
+    system, factory, spec = resolve_adapter("chunk_transfer", "model:chunk_transfer_no_token_reset")
+    assert (
+        spec.system.endswith(":reference_two_saves") and system.name == "chunk_transfer_two_saves"
+    )
+    report = fuzz(system, factory, max_examples=200, seed=0)
+    assert report.finding is not None and report.finding.kind == "conformance"
+    assert "watermark:" in report.finding.detail  # the kept token watermark, not the bounds
+    assert [a.name for a in report.finding.trace.actions][-1] == "save_segment_end"
