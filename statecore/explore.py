@@ -32,6 +32,7 @@ from .properties import (
     advance_monitor,
     pending_hot,
 )
+from .stepcache import SuccessorCache
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 from .system import ActionLabel, System, SystemState, SystemStep
 from .trace import Trace, TraceStep
@@ -169,6 +170,7 @@ class _Explorer:
         self.monitors = tuple(p for p in self.props if p.kind == "monitor")
         self.group: tuple[Renaming, ...] = renamings(system) if symmetry else ({},)
         self.canonicalizer = Canonicalizer(system)
+        self.successors = SuccessorCache(system)
         self.symmetry = symmetry
         self.max_states = max_states
         self.stop_on_violation = stop_on_violation
@@ -205,7 +207,7 @@ class _Explorer:
                     queue.appendleft((node, depth))
                     break
             self.depth = max(self.depth, depth)
-            steps = self.system.successors(node[0])
+            steps = self.successors(node[0])
             if not any(s.internal for s in steps):
                 self._check_quiescent(node, deadlock=not steps)
             for step_ in steps:

@@ -204,16 +204,29 @@ class Tx:
     transaction started from, so actions stay pure from the outside.
     """
 
-    __slots__ = ("_outputs", "_slots", "_taken", "_values", "before", "system")
+    __slots__ = ("_before", "_outputs", "_slots", "_taken", "_values", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
-        self.before = state
+        self._before = state
         # Copied on first write: most attempted actions are disabled before writing.
         self._slots: tuple[Slot, ...] | list[Slot] = state.slots
         self._values: tuple[Hashable, ...] | list[Hashable] = state.values
         self._outputs: list[Emitted] = []
         self._taken: list[TakenTransition] = []
+
+    @property
+    def before(self) -> SystemState:
+        """The state the transaction started from."""
+        return self._before
+
+    # -- reads: every read of a slot or a global goes through these two ------------
+
+    def _slot(self, index: int) -> Slot:
+        return self._slots[index]
+
+    def _value(self, index: int) -> Any:
+        return self._values[index]
 
     # -- enabling --------------------------------------------------------
 
@@ -228,13 +241,16 @@ class Tx:
 
     def get(self, name: str) -> Any:
         """The current value of global `name`."""
-        return self._values[self.system.global_index(name)]
+        return self._value(self.system.global_index(name))
 
     def set(self, name: str, value: Hashable) -> None:
         """Set global `name` to `value` (must be hashable)."""
+        self._write_value(self.system.global_index(name), value)
+
+    def _write_value(self, index: int, value: Hashable) -> None:
         if type(self._values) is tuple:
             self._values = list(self._values)
-        self._values[self.system.global_index(name)] = value  # type: ignore[index]
+        self._values[index] = value  # type: ignore[index]
 
     def _write_slot(self, index: int, slot: Slot) -> None:
         if type(self._slots) is tuple:
@@ -245,14 +261,14 @@ class Tx:
 
     def handle(self, component: str, key: Hashable) -> Handle | None:
         """The live generation of `key`, or None if it has no instance."""
-        slot = self._slots[self.system.slot_index(component, key)]
+        slot = self._slot(self.system.slot_index(component, key))
         if slot.snapshot is None:
             return None
         return Handle(component, key, slot.generation)
 
     def snapshot(self, target: Handle | tuple[str, Hashable]) -> Snapshot | None:
         """The snapshot `target` refers to, or None if it is gone or stale."""
-        slot = self._slots[self.system.slot_index(target[0], target[1])]
+        slot = self._slot(self.system.slot_index(target[0], target[1]))
         if slot.snapshot is None:
             return None
         if isinstance(target, Handle) and target.generation != slot.generation:
@@ -272,7 +288,7 @@ class Tx:
         """
         comp = self.system.component(component)
         index = self.system.slot_index(component, key)
-        generation = self._slots[index].generation + 1
+        generation = self._slot(index).generation + 1
         self.require(generation <= comp.max_generations, "generation bound reached")
         self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
         return Handle(component, key, generation)
@@ -282,7 +298,7 @@ class Tx:
         if not self.live(target):
             return False
         index = self.system.slot_index(target[0], target[1])
-        self._write_slot(index, Slot(self._slots[index].generation, None))
+        self._write_slot(index, Slot(self._slot(index).generation, None))
         return True
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
@@ -295,7 +311,7 @@ class Tx:
         component, key = target[0], target[1]
         comp = self.system.component(component)
         index = self.system.slot_index(component, key)
-        slot = self._slots[index]
+        slot = self._slot(index)
         if slot.snapshot is None or (
             isinstance(target, Handle) and target.generation != slot.generation
         ):
