@@ -103,8 +103,9 @@ class _Plan:
     """One renaming of the ids, worked out in advance for `Canonicalizer`.
 
     `sources[i]` is the slot that lands at position i. Renamed values are
-    cached: the same queue or monitor state turns up in many states, and
-    renaming it is most of the work.
+    cached, down to the items of tuples and frozensets: the same queue
+    entries and monitor states turn up in many states, and renaming them
+    is most of the work.
     """
 
     __slots__ = ("cache", "identity", "plain", "renaming", "sources")
@@ -123,36 +124,45 @@ class _Plan:
 
     def renamed(self, value: Any) -> Any:
         """`rename(value, self.renaming)`, cached."""
+        kind = type(value)
+        if kind in _SCALARS:
+            return value
         cache = self.cache
         found = cache.get(value, cache)
         if found is cache:
+            if kind is tuple:
+                found = tuple([self.renamed(item) for item in value])
+            elif kind is frozenset:
+                found = frozenset([self.renamed(item) for item in value])
+            else:
+                found = rename(value, self.renaming)
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
-            found = cache[value] = rename(value, self.renaming)
+            cache[value] = found
         return found
 
-    def apply(self, node: Any) -> Any:
-        """`rename_state` of the explorer node `node`."""
+    def slots(self, old: tuple[Slot, ...]) -> tuple[Slot, ...]:
+        """The slots of a state, renamed and moved to their new positions."""
+        if all(self.plain):
+            return tuple([old[i] for i in self.sources])
+        return tuple(
+            [
+                old[i] if plain else self.renamed(old[i])
+                for i, plain in zip(self.sources, self.plain)
+            ]
+        )
+
+    def apply(self, node: Any, slots: tuple[Slot, ...]) -> Any:
+        """`rename_state` of the explorer node `node`, whose slots renamed are `slots`."""
         if self.identity:
             return node
-        state: SystemState = node[0]
-        old = state.slots
-        if all(self.plain):
-            slots = tuple([old[i] for i in self.sources])
-        else:
-            slots = tuple(
-                [
-                    old[i] if plain else self.renamed(old[i])
-                    for i, plain in zip(self.sources, self.plain)
-                ]
-            )
-        renamed = _new(SystemState, (slots, self.renamed(state.values)))
+        renamed = _new(SystemState, (slots, self.renamed(node[0].values)))
         if len(node) == 1:
             return (renamed,)
         return (renamed, *self.renamed(node[1:]))
 
 
-_CACHE_LIMIT = 1 << 16  # renamed values kept per renaming
+_CACHE_LIMIT = 1 << 17  # renamed values kept per renaming, and slot tuples
 _new = tuple.__new__
 
 
@@ -176,6 +186,8 @@ class Canonicalizer:
         )
         self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
         self._orderings: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, ...]]] = {}
+        # Per tuple of slots: the renamings to try, each with the slots it makes.
+        self._options: dict[tuple[Slot, ...], list[tuple[_Plan, tuple[Slot, ...]]]] = {}
 
     @property
     def active(self) -> bool:
@@ -186,17 +198,32 @@ class Canonicalizer:
         if not self.groups:
             return node
         slots = node[0].slots
-        choices = [self._orders(slots, owned) for owned in self._owned]
-        if len(choices) == 1 and len(choices[0]) == 1:
-            return self._plan((choices[0][0],)).apply(node)
+        options = self._options.get(slots)
+        if options is None:
+            options = self._options_for(slots)
+        if len(options) == 1:
+            plan, renamed_slots = options[0]
+            return plan.apply(node, renamed_slots)
         best = None
         best_hash = 0
-        for combo in itertools.product(*choices):
-            candidate = self._plan(combo).apply(node)
+        for plan, renamed_slots in options:
+            candidate = plan.apply(node, renamed_slots)
             h = hash(candidate)
             if best is None or h < best_hash:
                 best, best_hash = candidate, h
         return best
+
+    def _options_for(self, slots: tuple[Slot, ...]) -> list[tuple[_Plan, tuple[Slot, ...]]]:
+        """The renamings the signatures of `slots` leave to try, with the slots each makes."""
+        choices = [self._orders(slots, owned) for owned in self._owned]
+        options = []
+        for combo in itertools.product(*choices):
+            plan = self._plan(combo)
+            options.append((plan, plan.slots(slots)))
+        if len(self._options) >= _CACHE_LIMIT:
+            self._options.clear()
+        self._options[slots] = options
+        return options
 
     def _orders(
         self, slots: tuple[Slot, ...], owned: tuple[tuple[int, ...], ...]
