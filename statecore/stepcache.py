@@ -119,7 +119,7 @@ class _Recorder(Tx):
         super().__init__(system, state)
         self.reads: list[tuple[Location, Any]] = []
         self.known: set[Location] = set()  # read or written: later reads add nothing
-        self.written: set[Location] = set()
+        self.written: list[Location] = []
         self.opaque = False
 
     @property
@@ -146,19 +146,22 @@ class _Recorder(Tx):
         return value
 
     def _write_slot(self, index: int, slot: Slot) -> None:
-        self.known.add(index)
-        self.written.add(index)
+        if index not in self.written:
+            self.known.add(index)
+            self.written.append(index)
         super()._write_slot(index, slot)
 
     def _write_value(self, index: int, value: Hashable) -> None:
-        self.known.add(~index)
-        self.written.add(~index)
+        if ~index not in self.written:
+            self.known.add(~index)
+            self.written.append(~index)
         super()._write_value(index, value)
 
     def leaf(self, label: ActionLabel, actor: str, internal: bool) -> _Leaf:
         """The outcome of the run, for a cache leaf."""
-        slot_writes = tuple((i, self._slots[i]) for i in sorted(self.written) if i >= 0)
-        value_writes = tuple((~i, self._values[~i]) for i in sorted(self.written) if i < 0)
+        slots, values = self._slots, self._values
+        slot_writes = tuple([(i, slots[i]) for i in self.written if i >= 0])
+        value_writes = tuple([(~i, values[~i]) for i in self.written if i < 0])
         outputs, taken = tuple(self._outputs), tuple(self._taken)
         return _Leaf(label, actor, internal, slot_writes, value_writes, outputs, taken)
 
@@ -173,6 +176,7 @@ class SuccessorCache:
     def __init__(self, system: System, max_nodes: int = 1 << 21) -> None:
         self.system = system
         self._attempts = system._attempts
+        self._labels = system.labels()
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
         self._room = max_nodes
 
@@ -195,7 +199,7 @@ class SuccessorCache:
 
     def _learn(self, index: int, state: SystemState) -> _Leaf | _Mark:
         """Run attempt `index` on `state`, and remember the path it took."""
-        action, args, kwargs = self._attempts[index]
+        action, _, kwargs = self._attempts[index]
         tx = _Recorder(self.system, state)
         leaf: _Leaf | _Mark
         try:
@@ -203,7 +207,7 @@ class SuccessorCache:
         except _Disabled:
             leaf = _OFF
         else:
-            leaf = tx.leaf(ActionLabel(action.name, args), action.actor, action.internal)
+            leaf = tx.leaf(self._labels[index], action.actor, action.internal)
         if not tx.opaque and self._room > 0:
             self._insert(index, tx.reads, leaf)
         return leaf
