@@ -251,6 +251,8 @@ class _Explorer:
         taken = self.taken
         monitors = node[1:]
         canon = self.canonicalizer if self.symmetry else None
+        limit = self.max_states
+        unbounded = limit is None
         for step_ in steps:
             if step_.taken:
                 taken[step_.taken] += 1
@@ -260,14 +262,20 @@ class _Explorer:
                 nxt = (step_.state,)
             if canon is not None:
                 nxt = canon(nxt)
-            if nxt not in parents:
-                if self.max_states is not None and len(parents) >= self.max_states:
-                    self.complete = False
-                    continue
-                parents[nxt] = (node, step_.action)
-                deeper.append(nxt)
-                if self.state_props:
-                    self._check_state(nxt)
+            entry = (node, step_.action)
+            if unbounded:
+                if parents.setdefault(nxt, entry) is not entry:
+                    continue  # seen before (one hash of the node, not two)
+            elif nxt in parents:
+                continue
+            elif limit is not None and len(parents) >= limit:
+                self.complete = False
+                continue
+            else:
+                parents[nxt] = entry
+            deeper.append(nxt)
+            if self.state_props:
+                self._check_state(nxt)
 
     def _done(self) -> bool:
         return self.stop_on_violation and self.violated
