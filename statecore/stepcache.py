@@ -110,62 +110,6 @@ _UNKNOWN = _Mark("unknown")  # a path no run has taken yet
 _Node = _Probe | _Leaf | _Mark
 
 
-class _Recorder(Tx):
-    """A `Tx` that notes each location of the starting state it reads, in order."""
-
-    __slots__ = ("known", "opaque", "reads", "written")
-
-    def __init__(self, system: System, state: SystemState) -> None:
-        super().__init__(system, state)
-        self.reads: list[tuple[Location, Any]] = []
-        self.known: set[Location] = set()  # read or written: later reads add nothing
-        self.written: list[Location] = []
-        self.opaque = False
-
-    @property
-    def before(self) -> SystemState:
-        self.opaque = True
-        return self._before
-
-    def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
-        self.opaque = True
-        return super().result()
-
-    def _slot(self, index: int) -> Slot:
-        slot = self._slots[index]
-        if index not in self.known:
-            self.known.add(index)
-            self.reads.append((index, slot))
-        return slot
-
-    def _value(self, index: int) -> Any:
-        value = self._values[index]
-        if ~index not in self.known:
-            self.known.add(~index)
-            self.reads.append((~index, value))
-        return value
-
-    def _write_slot(self, index: int, slot: Slot) -> None:
-        if index not in self.written:
-            self.known.add(index)
-            self.written.append(index)
-        super()._write_slot(index, slot)
-
-    def _write_value(self, index: int, value: Hashable) -> None:
-        if ~index not in self.written:
-            self.known.add(~index)
-            self.written.append(~index)
-        super()._write_value(index, value)
-
-    def leaf(self, label: ActionLabel, actor: str, internal: bool) -> _Leaf:
-        """The outcome of the run, for a cache leaf."""
-        slots, values = self._slots, self._values
-        slot_writes = tuple([(i, slots[i]) for i in self.written if i >= 0])
-        value_writes = tuple([(~i, values[~i]) for i in self.written if i < 0])
-        outputs, taken = tuple(self._outputs), tuple(self._taken)
-        return _Leaf(label, actor, internal, slot_writes, value_writes, outputs, taken)
-
-
 class SuccessorCache:
     """`System.successors`, memoised per attempt on the locations it reads.
 
@@ -200,16 +144,26 @@ class SuccessorCache:
     def _learn(self, index: int, state: SystemState) -> _Leaf | _Mark:
         """Run attempt `index` on `state`, and remember the path it took."""
         action, _, kwargs = self._attempts[index]
-        tx = _Recorder(self.system, state)
+        tx = Tx(self.system, state)
         leaf: _Leaf | _Mark
         try:
             action.run(tx, **kwargs)
         except _Disabled:
             leaf = _OFF
         else:
-            leaf = tx.leaf(self._labels[index], action.actor, action.internal)
-        if not tx.opaque and self._room > 0:
-            self._insert(index, tx.reads, leaf)
+            slot_writes, value_writes = tx._writes()
+            outputs, taken = tuple(tx._outputs), tuple(tx._taken)
+            leaf = _Leaf(
+                self._labels[index],
+                action.actor,
+                action.internal,
+                slot_writes,
+                value_writes,
+                outputs,
+                taken,
+            )
+        if not tx._whole and self._room > 0:
+            self._insert(index, tx._reads(), leaf)
         return leaf
 
     def _insert(self, index: int, reads: list[tuple[Location, Any]], leaf: _Leaf | _Mark) -> None:

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from .definition import Machine, Output, Snapshot, check_identifier
 from .errors import ActionError, StatecoreError, SystemDefinitionError
-from .semantics import REJECTED, Outcome, step
+from .semantics import ACCEPTED, REJECTED, Outcome, step
 
 
 class ModelValue(NamedTuple):
@@ -195,6 +195,10 @@ class _Disabled(Exception):
 
 
 _DISABLED = _Disabled()  # raised as is on the hot path: no object to build
+_new = tuple.__new__  # builds a named tuple without its Python-level __new__
+
+
+_WROTE = object()  # in a Tx log: the location was written
 
 
 class Tx:
@@ -202,9 +206,13 @@ class Tx:
 
     Every write goes to a private copy; nothing is shared with the state the
     transaction started from, so actions stay pure from the outside.
+
+    The transaction logs what it reads and writes (slot i as location i,
+    global j as location ~j): an action is a function of what it read, which
+    lets the explorer memoise it (see `statecore.stepcache`).
     """
 
-    __slots__ = ("_before", "_outputs", "_slots", "_taken", "_values", "system")
+    __slots__ = ("_before", "_log", "_outputs", "_slots", "_taken", "_values", "_whole", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
@@ -214,19 +222,61 @@ class Tx:
         self._values: tuple[Hashable, ...] | list[Hashable] = state.values
         self._outputs: list[Emitted] = []
         self._taken: list[TakenTransition] = []
+        self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
+        self._whole = False  # whether the whole state was looked at
 
     @property
     def before(self) -> SystemState:
         """The state the transaction started from."""
+        self._whole = True
         return self._before
 
-    # -- reads: every read of a slot or a global goes through these two ------------
+    # -- reads and writes of locations: all go through these four ---------------
 
     def _slot(self, index: int) -> Slot:
-        return self._slots[index]
+        slot = self._slots[index]
+        self._log.append((index, slot))
+        return slot
 
     def _value(self, index: int) -> Any:
-        return self._values[index]
+        value = self._values[index]
+        self._log.append((~index, value))
+        return value
+
+    def _write_slot(self, index: int, slot: Slot) -> None:
+        if type(self._slots) is tuple:
+            self._slots = list(self._slots)
+        self._slots[index] = slot  # type: ignore[index]
+        self._log.append((index, _WROTE))
+
+    def _write_value(self, index: int, value: Hashable) -> None:
+        if type(self._values) is tuple:
+            self._values = list(self._values)
+        self._values[index] = value  # type: ignore[index]
+        self._log.append((~index, _WROTE))
+
+    def _reads(self) -> list[tuple[int, Any]]:
+        """``(location, value)`` of each location of the starting state read, in order.
+
+        Later reads of a location, and reads after writing it, add nothing.
+        """
+        seen: set[int] = set()
+        reads = []
+        for location, value in self._log:
+            if location not in seen:
+                seen.add(location)
+                if value is not _WROTE:
+                    reads.append((location, value))
+        return reads
+
+    def _writes(self) -> tuple[tuple[tuple[int, Slot], ...], tuple[tuple[int, Hashable], ...]]:
+        """The final value of each slot and global written, by index."""
+        written = sorted({location for location, value in self._log if value is _WROTE})
+        slots, values = self._slots, self._values
+        return (
+            tuple([(i, slots[i]) for i in written if i >= 0]),
+            tuple([(~i, values[~i]) for i in written if i < 0]),
+        )
 
     # -- enabling --------------------------------------------------------
 
@@ -246,16 +296,6 @@ class Tx:
     def set(self, name: str, value: Hashable) -> None:
         """Set global `name` to `value` (must be hashable)."""
         self._write_value(self.system.global_index(name), value)
-
-    def _write_value(self, index: int, value: Hashable) -> None:
-        if type(self._values) is tuple:
-            self._values = list(self._values)
-        self._values[index] = value  # type: ignore[index]
-
-    def _write_slot(self, index: int, slot: Slot) -> None:
-        if type(self._slots) is tuple:
-            self._slots = list(self._slots)
-        self._slots[index] = slot  # type: ignore[index]
 
     # -- instances ---------------------------------------------------------
 
@@ -322,14 +362,15 @@ class Tx:
             outcome = step(comp.machine, slot.snapshot, event, payload)
         except StatecoreError as exc:
             raise ActionError(f"system {self.system.name!r}: {exc}") from exc
-        if outcome.accepted:
-            self._write_slot(index, Slot(slot.generation, outcome.snapshot))
-            source = Handle(component, key, slot.generation)
-            self._outputs.extend(Emitted(source, o) for o in outcome.outputs)
+        if outcome.status is ACCEPTED:
+            generation = slot.generation
+            self._write_slot(index, _new(Slot, (generation, outcome.snapshot)))
+            if outcome.outputs:
+                source = _new(Handle, (component, key, generation))
+                self._outputs.extend([_new(Emitted, (source, o)) for o in outcome.outputs])
             assert outcome.transition is not None
-            self._taken.append(
-                TakenTransition(component, comp.machine.name, outcome.transition.name)
-            )
+            taken = (component, comp.machine.name, outcome.transition.name)
+            self._taken.append(_new(TakenTransition, taken))
         return outcome
 
     def emit(self, output: Output) -> None:
@@ -340,6 +381,7 @@ class Tx:
 
     def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
         """The state built so far, with the outputs and transitions recorded."""
+        self._whole = True
         state = SystemState(tuple(self._slots), tuple(self._values))
         return state, tuple(self._outputs), tuple(self._taken)
 
