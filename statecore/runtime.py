@@ -89,6 +89,20 @@ def _key(event: str, payload: dict[str, Any]) -> object:
     return (event, *payload.items(), *map(type, payload.values()))
 
 
+def remembered_step(
+    machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]
+) -> Outcome:
+    """`step`, served from the machine's graph of computed steps where it can be."""
+    node = _node(machine, snapshot)
+    try:
+        entry = node.edges.get(_key(event, payload))
+    except TypeError:  # an unhashable payload value
+        entry = None
+    if entry is None:
+        entry = _edge(machine, node, event, payload)
+    return entry[0]
+
+
 class Instance:
     """A running machine: ``Instance(machine).fire("event", field=value)``."""
 

@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 
 from .definition import Machine, Output, Snapshot, check_identifier
 from .errors import ActionError, StatecoreError, SystemDefinitionError
-from .semantics import ACCEPTED, REJECTED, Outcome, step
+from .runtime import remembered_step
+from .semantics import ACCEPTED, REJECTED, Outcome
 
 
 class ModelValue(NamedTuple):
@@ -359,7 +360,7 @@ class Tx:
             dummy = comp.machine.initial_snapshot()
             return Outcome(REJECTED, dummy, (), None, event, why)
         try:
-            outcome = step(comp.machine, slot.snapshot, event, payload)
+            outcome = remembered_step(comp.machine, slot.snapshot, event, payload)
         except StatecoreError as exc:
             raise ActionError(f"system {self.system.name!r}: {exc}") from exc
         if outcome.status is ACCEPTED:
