@@ -8,10 +8,14 @@ renaming of interchangeable ids); each property is judged along the way:
   internal action) and every deadlock;
 * monitors on every step's outputs.
 
-Because the search is breadth-first, the first violation found of a property
-has a shortest trace. A property that could not have failed is reported
-*vacuous*: an ``always(..., when=A)`` whose A never held, a ``sometimes`` never
-hit, an ``eventually`` with no quiescent state to judge it in.
+Because the search is breadth-first (one depth level at a time), the first
+violation found of a property has a shortest trace. A property that could
+not have failed is reported *vacuous*: an ``always(..., when=A)`` whose A
+never held, a ``sometimes`` never hit, an ``eventually`` with no quiescent
+state to judge it in.
+
+Successors come from a `statecore.stepcache.SuccessorCache`, which runs an
+action only on a combination of read values it has not met before.
 """
 
 from __future__ import annotations
