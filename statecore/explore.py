@@ -8,10 +8,14 @@ renaming of interchangeable ids); each property is judged along the way:
   internal action) and every deadlock;
 * monitors on every step's outputs.
 
-Because the search is breadth-first, the first violation found of a property
-has a shortest trace. A property that could not have failed is reported
-*vacuous*: an ``always(..., when=A)`` whose A never held, a ``sometimes`` never
-hit, an ``eventually`` with no quiescent state to judge it in.
+Because the search is breadth-first (one depth level at a time), the first
+violation found of a property has a shortest trace. A property that could
+not have failed is reported *vacuous*: an ``always(..., when=A)`` whose A
+never held, a ``sometimes`` never hit, an ``eventually`` with no quiescent
+state to judge it in.
+
+Successors come from a `statecore.stepcache.SuccessorCache`, which runs an
+action only on a combination of read values it has not met before.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import builtins
 import gc
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +36,9 @@ from .properties import (
     advance_monitor,
     pending_hot,
 )
+from .stepcache import SuccessorCache
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
-from .system import ActionLabel, System, SystemState, SystemStep
+from .system import ActionLabel, Emitted, System, SystemState, SystemStep, TakenTransition
 from .trace import Trace, TraceStep
 
 HOLDS = "holds"
@@ -42,6 +47,8 @@ VACUOUS = "vacuous"
 UNKNOWN = "unknown"  # the search stopped before it could decide
 
 Node = tuple[Any, ...]  # (SystemState, monitor state per monitor property...)
+
+_MONITOR_CACHE = 1 << 16  # monitor steps remembered at most
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,7 @@ class _Explorer:
         self.monitors = tuple(p for p in self.props if p.kind == "monitor")
         self.group: tuple[Renaming, ...] = renamings(system) if symmetry else ({},)
         self.canonicalizer = Canonicalizer(system)
+        self.successors = SuccessorCache(system)
         self.symmetry = symmetry
         self.max_states = max_states
         self.stop_on_violation = stop_on_violation
@@ -180,75 +188,132 @@ class _Explorer:
         # Monitor refusals met while expanding the current depth, committed when
         # the search moves one level deeper (see `_commit_refusals`).
         self.refusals: dict[str, tuple[Property, Node, ActionLabel, str]] = {}
-        self.taken: Counter[tuple[str, str]] = Counter()
+        # Transitions taken, counted per step's tuple of them (see `_coverage`).
+        self.taken: Counter[tuple[TakenTransition, ...]] = Counter()
+        self.monitor_steps: dict[
+            tuple[tuple[MonitorState, ...], tuple[Emitted, ...]],
+            tuple[tuple[MonitorState, ...], list[tuple[Property, str]]],
+        ] = {}
         self.transitions = 0
         self.depth = 0
+        self.complete = True  # False once max_states turned a new state away
+        self.violated = False
+        self.last_report = 0.0
+        # The always and sometimes properties still to judge in each new state.
+        self.state_props = self._undecided_state_props()
 
     # -- the search ------------------------------------------------------------
 
     def run(self) -> Report:
         start = time.perf_counter()
-        queue: deque[tuple[Node, int]] = deque()
+        level: list[Node] = []
         for state in self.system.init_states():
             node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
             if node not in self.parents:
                 self.parents[node] = None
-                queue.append((node, 0))
+                level.append(node)
                 self._check_state(node)
-        last_report = start
-        complete = True
-        while queue and not self._done():
-            node, depth = queue.popleft()
-            if depth > self.depth:
+        self.last_report = start
+        depth = 0
+        stopped = False
+        while level:
+            deeper: list[Node] = []
+            stopped = not self._expand_level(level, depth, deeper, start)
+            if stopped or not deeper:
+                break
+            # One level deeper: the refusals held back so far have shortest traces.
+            if not self._done():
                 self._commit_refusals()
-                if self._done():
-                    queue.appendleft((node, depth))
-                    break
-            self.depth = max(self.depth, depth)
-            steps = self.system.successors(node[0])
-            if not any(s.internal for s in steps):
-                self._check_quiescent(node, deadlock=not steps)
-            for step_ in steps:
-                self.transitions += 1
-                for taken in step_.taken:
-                    self.taken[(taken.component, taken.transition)] += 1
-                nxt = self._advance(node, step_)
-                if nxt not in self.parents:
-                    if self.max_states is not None and len(self.parents) >= self.max_states:
-                        complete = False
-                        continue
-                    self.parents[nxt] = (node, step_.action)
-                    queue.append((nxt, depth + 1))
-                    self._check_state(nxt)
-            if self.progress is not None and time.perf_counter() - last_report > 0.5:
-                last_report = time.perf_counter()
-                self.progress(
-                    Progress(
-                        len(self.parents),
-                        self.transitions,
-                        depth,
-                        len(queue),
-                        last_report - start,
-                    )
-                )
-        if queue:  # stopped early: a held-back refusal might not be a shortest one
-            complete = False
-        else:
+            if self._done():
+                stopped = True
+                break
+            level, depth = deeper, depth + 1
+        if not stopped:  # a held-back refusal of an early stop might not be a shortest one
             self._commit_refusals()
-        return self._report(complete, time.perf_counter() - start)
+        return self._report(self.complete and not stopped, time.perf_counter() - start)
+
+    def _expand_level(
+        self, level: list[Node], depth: int, deeper: list[Node], start: float
+    ) -> bool:
+        """Expand every node of `level` into `deeper`; False if a violation stopped it."""
+        for index, node in enumerate(level):
+            if self._done():
+                return False
+            self.depth = depth
+            self._expand(node, deeper)
+            if self.progress is not None and time.perf_counter() - self.last_report > 0.5:
+                self._report_progress(start, depth, len(level) - index - 1 + len(deeper))
+        return True
+
+    def _expand(self, node: Node, deeper: list[Node]) -> None:
+        """Judge `node` where it rests, and queue its new successors in `deeper`."""
+        steps = self.successors(node[0])
+        if not any([s.internal for s in steps]):
+            self._check_quiescent(node, deadlock=not steps)
+        self.transitions += len(steps)
+        parents = self.parents
+        taken = self.taken
+        monitors = node[1:]
+        canon = self.canonicalizer if self.symmetry else None
+        limit = self.max_states
+        unbounded = limit is None
+        for step_ in steps:
+            if step_.taken:
+                taken[step_.taken] += 1
+            if monitors:
+                nxt = (step_.state, *self._advance_monitors(node, step_))
+            else:
+                nxt = (step_.state,)
+            if canon is not None:
+                nxt = canon(nxt)
+            entry = (node, step_.action)
+            if unbounded:
+                if parents.setdefault(nxt, entry) is not entry:
+                    continue  # seen before (one hash of the node, not two)
+            elif nxt in parents:
+                continue
+            elif limit is not None and len(parents) >= limit:
+                self.complete = False
+                continue
+            else:
+                parents[nxt] = entry
+            deeper.append(nxt)
+            if self.state_props:
+                self._check_state(nxt)
 
     def _done(self) -> bool:
-        return self.stop_on_violation and any(r.verdict == VIOLATED for r in self.results.values())
+        return self.stop_on_violation and self.violated
+
+    def _report_progress(self, start: float, depth: int, queued: int) -> None:
+        assert self.progress is not None
+        self.last_report = time.perf_counter()
+        self.progress(
+            Progress(len(self.parents), self.transitions, depth, queued, self.last_report - start)
+        )
 
     def _canon(self, node: Node) -> Node:
         return self.canonicalizer(node) if self.symmetry else node
 
-    def _advance(self, node: Node, step_: SystemStep) -> Node:
-        monitors, refusals = self._step_monitors(node[1:], step_)
+    def _advance_monitors(self, node: Node, step_: SystemStep) -> tuple[MonitorState, ...]:
+        """The monitor states after `step_`, holding back any refusal (see `_commit_refusals`).
+
+        Stepping the monitors is pure, so it is cached on the monitor states
+        and the step's outputs.
+        """
+        monitors: tuple[MonitorState, ...] = node[1:]
+        if not step_.outputs:
+            return monitors
+        key = (monitors, step_.outputs)
+        found = self.monitor_steps.get(key)
+        if found is None:
+            if len(self.monitor_steps) >= _MONITOR_CACHE:
+                self.monitor_steps.clear()
+            found = self.monitor_steps[key] = self._step_monitors(monitors, step_)
+        after, refusals = found
         for prop, detail in refusals:
             if prop.id not in self.results:
                 self.refusals.setdefault(prop.id, (prop, node, step_.action, detail))
-        return self._canon((step_.state, *monitors))
+        return after
 
     def _commit_refusals(self) -> None:
         """Report the monitor refusals met while expanding the last depth.
@@ -284,24 +349,32 @@ class _Explorer:
 
     # -- judging ---------------------------------------------------------------
 
+    def _undecided_state_props(self) -> list[Property]:
+        return [
+            p for p in self.props if p.kind in ("always", "sometimes") and p.id not in self.results
+        ]
+
+    def _settle(self, result: PropertyResult) -> None:
+        self.results[result.property.id] = result
+        self.violated = self.violated or result.verdict == VIOLATED
+        self.state_props = self._undecided_state_props()
+
     def _check_state(self, node: Node) -> None:
         view = self.system.view(node[0])
-        for prop in self.props:
-            if prop.id in self.results and prop.kind != "always":
+        for prop in self.state_props:
+            assert prop.predicate is not None
+            if prop.id in self.results:  # settled earlier in this loop
                 continue
-            if prop.kind == "always" and prop.id not in self.results:
-                assert prop.predicate is not None
+            if prop.kind == "always":
                 if prop.when is not None:
                     if not prop.when(view):
                         continue
                     self.when_seen.add(prop.id)
                 if not prop.predicate(view):
                     self._violate(prop, node, None, "the invariant is false in the last state")
-            elif prop.kind == "sometimes" and prop.id not in self.results:
-                assert prop.predicate is not None
-                if prop.predicate(view):
-                    trace = self._trace(node, None, prop, "witness", "reached")
-                    self.results[prop.id] = PropertyResult(prop, HOLDS, trace, "reached")
+            elif prop.predicate(view):
+                trace = self._trace(node, None, prop, "witness", "reached")
+                self._settle(PropertyResult(prop, HOLDS, trace, "reached"))
 
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
         self.quiescent_seen = True
@@ -330,7 +403,7 @@ class _Explorer:
         if prop.id in self.results:
             return
         trace = self._trace(node, action, prop, VIOLATED, detail)
-        self.results[prop.id] = PropertyResult(prop, VIOLATED, trace, detail)
+        self._settle(PropertyResult(prop, VIOLATED, trace, detail))
 
     # -- traces ----------------------------------------------------------------
 
@@ -431,10 +504,14 @@ class _Explorer:
         )
 
     def _coverage(self) -> tuple[Coverage, ...]:
+        counts: Counter[tuple[str, str]] = Counter()
+        for transitions, times in self.taken.items():
+            for t in transitions:
+                counts[(t.component, t.transition)] += times
         result: list[Coverage] = []
         for comp in self.system.components:
             names = [t.name for t in comp.machine.transitions]
-            taken = {n: self.taken[(comp.name, n)] for n in names if self.taken[(comp.name, n)]}
+            taken = {n: counts[(comp.name, n)] for n in names if counts[(comp.name, n)]}
             never = tuple(n for n in names if n not in taken)
             result.append(Coverage(comp.name, comp.machine.name, taken, never))
         return tuple(result)

@@ -75,10 +75,32 @@ def _edge(
 
 
 def _key(event: str, payload: dict[str, Any]) -> object:
-    """The edge key of a fire: payload values with their types (so 1 and True differ)."""
+    """The edge key of a fire: payload values with their types (so 1 and True differ).
+
+    No payload: the event name. One field, the common case: a flat 4-tuple,
+    cheaper to build than the general form (which has 5 or more items, so
+    the two never meet). `Instance.fire` builds these keys inline.
+    """
     if not payload:
         return event
+    if len(payload) == 1:
+        [(name, value)] = payload.items()
+        return (event, name, value, type(value))
     return (event, *payload.items(), *map(type, payload.values()))
+
+
+def remembered_step(
+    machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]
+) -> Outcome:
+    """`step`, served from the machine's graph of computed steps where it can be."""
+    node = _node(machine, snapshot)
+    try:
+        entry = node.edges.get(_key(event, payload))
+    except TypeError:  # an unhashable payload value
+        entry = None
+    if entry is None:
+        entry = _edge(machine, node, event, payload)
+    return entry[0]
 
 
 class Instance:
@@ -118,18 +140,27 @@ class Instance:
         Listeners are called with ``(instance, outcome)`` after an accepted
         transition has been committed.
         """
-        with self._lock:
+        # `_key`, inlined: this is the hot path.
+        if not payload:
+            key: object = event
+        elif len(payload) == 1:
+            [(name, value)] = payload.items()
+            key = (event, name, value, type(value))
+        else:
+            key = (event, *payload.items(), *map(type, payload.values()))
+        lock = self._lock
+        lock.acquire()  # not `with`: its __enter__/__exit__ calls cost as much as the lookup
+        try:
             node = self._node
             try:
-                # `_key`, inlined: this is the hot path.
-                entry = node.edges.get(
-                    (event, *payload.items(), *map(type, payload.values())) if payload else event
-                )
+                entry = node.edges.get(key)
             except TypeError:  # an unhashable payload value
                 entry = None
             if entry is None:
                 entry = _edge(self.machine, node, event, payload)
             outcome, self._node = entry
+        finally:
+            lock.release()
         if self._listeners and outcome[0] is ACCEPTED:
             for listener in self._listeners:
                 listener(self, outcome)

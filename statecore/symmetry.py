@@ -20,7 +20,7 @@ other ids, or a hash tie, can only cost some reduction, never a wrong verdict.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from .definition import Snapshot
@@ -99,24 +99,95 @@ def rename_state(system: System, state: Any, renaming: Renaming) -> Any:
     return (rename_state(system, head, renaming), *rename(tuple(rest), renaming))
 
 
+class _Plan:
+    """One renaming of the ids, worked out in advance for `Canonicalizer`.
+
+    `sources[i]` is the slot that lands at position i. Renamed values are
+    cached, down to the items of tuples and frozensets: the same queue
+    entries and monitor states turn up in many states, and renaming them
+    is most of the work.
+    """
+
+    __slots__ = ("cache", "identity", "plain", "renaming", "sources")
+
+    def __init__(
+        self,
+        renaming: dict[ModelValue, ModelValue],
+        sources: tuple[int, ...],
+        plain: tuple[bool, ...],
+    ) -> None:
+        self.renaming = renaming
+        self.sources = sources
+        self.plain = plain  # per slot: no id can be inside it, it only moves
+        self.identity = _identity(renaming)
+        self.cache: dict[Any, Any] = {}
+
+    def renamed(self, value: Any) -> Any:
+        """`rename(value, self.renaming)`, cached."""
+        kind = type(value)
+        if kind in _SCALARS:
+            return value
+        cache = self.cache
+        found = cache.get(value, cache)
+        if found is cache:
+            if kind is tuple:
+                found = tuple([self.renamed(item) for item in value])
+            elif kind is frozenset:
+                found = frozenset([self.renamed(item) for item in value])
+            else:
+                found = rename(value, self.renaming)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[value] = found
+        return found
+
+    def slots(self, old: tuple[Slot, ...]) -> tuple[Slot, ...]:
+        """The slots of a state, renamed and moved to their new positions."""
+        if all(self.plain):
+            return tuple([old[i] for i in self.sources])
+        return tuple(
+            [
+                old[i] if plain else self.renamed(old[i])
+                for i, plain in zip(self.sources, self.plain)
+            ]
+        )
+
+    def apply(self, node: Any, slots: tuple[Slot, ...]) -> Any:
+        """`rename_state` of the explorer node `node`, whose slots renamed are `slots`."""
+        if self.identity:
+            return node
+        renamed = _new(SystemState, (slots, self.renamed(node[0].values)))
+        if len(node) == 1:
+            return (renamed,)
+        return (renamed, *self.renamed(node[1:]))
+
+
+_CACHE_LIMIT = 1 << 17  # renamed values kept per renaming, and slot tuples
+_new = tuple.__new__
+
+
 class Canonicalizer:
     """Maps explorer nodes to orbit representatives; see the module docstring."""
 
     def __init__(self, system: System) -> None:
         self.system = system
         self.groups = symmetric_groups(system)
-        # For each group: the slot positions each id owns, in a fixed order.
-        self._owned: list[list[tuple[ModelValue, tuple[int, ...]]]] = []
-        for keys in self.groups:
-            owned = []
-            for key in keys.values:
-                positions = tuple(i for i, (_, k) in enumerate(system.slot_keys()) if k == key)
-                owned.append((key, positions))
-            self._owned.append(owned)
-        self._plans: dict[
-            tuple[tuple[ModelValue, ...], ...],
-            tuple[dict[ModelValue, ModelValue], bool, tuple[int, ...]],
-        ] = {}
+        # For each group: the slot positions each id owns, ids in the group's order.
+        self._owned: list[tuple[tuple[int, ...], ...]] = [
+            tuple(
+                tuple(i for i, (_, k) in enumerate(system.slot_keys()) if k == key)
+                for key in keys.values
+            )
+            for keys in self.groups
+        ]
+        self._plain = tuple(
+            bool(system.component(component).machine.snapshot_class._plain)
+            for component, _ in system.slot_keys()
+        )
+        self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
+        self._orderings: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, ...]]] = {}
+        # Per tuple of slots: the renamings to try, each with the slots it makes.
+        self._options: dict[tuple[Slot, ...], list[tuple[_Plan, tuple[Slot, ...]]]] = {}
 
     @property
     def active(self) -> bool:
@@ -127,73 +198,95 @@ class Canonicalizer:
         if not self.groups:
             return node
         slots = node[0].slots
-        choices: list[list[tuple[ModelValue, ...]]] = []
-        for owned in self._owned:
-            ranked = sorted(
-                ((hash(tuple(slots[i] for i in positions)), key) for key, positions in owned),
-                key=lambda pair: pair[0],
-            )
-            choices.append(list(_orders(ranked)))
+        options = self._options.get(slots)
+        if options is None:
+            options = self._options_for(slots)
+        if len(options) == 1:
+            plan, renamed_slots = options[0]
+            return plan.apply(node, renamed_slots)
         best = None
         best_hash = 0
-        for combo in itertools.product(*choices):
-            plan = self._plans.get(combo) or self._plan(combo)
-            candidate = node if plan[1] else _apply(node, plan[0], plan[2])
+        for plan, renamed_slots in options:
+            candidate = plan.apply(node, renamed_slots)
             h = hash(candidate)
             if best is None or h < best_hash:
                 best, best_hash = candidate, h
         return best
 
-    def _plan(
-        self, combo: tuple[tuple[ModelValue, ...], ...]
-    ) -> tuple[dict[ModelValue, ModelValue], bool, tuple[int, ...]]:
-        """The renaming an ordering of ids stands for, and where each slot moves."""
+    def _options_for(self, slots: tuple[Slot, ...]) -> list[tuple[_Plan, tuple[Slot, ...]]]:
+        """The renamings the signatures of `slots` leave to try, with the slots each makes."""
+        choices = [self._orders(slots, owned) for owned in self._owned]
+        options = []
+        for combo in itertools.product(*choices):
+            plan = self._plan(combo)
+            options.append((plan, plan.slots(slots)))
+        if len(self._options) >= _CACHE_LIMIT:
+            self._options.clear()
+        self._options[slots] = options
+        return options
+
+    def _orders(
+        self, slots: tuple[Slot, ...], owned: tuple[tuple[int, ...], ...]
+    ) -> list[tuple[int, ...]]:
+        """The group's ids (as indices) ordered by the signature of the slots they own.
+
+        Ids with equal signatures come in every order among themselves.
+        """
+        sigs = [hash(tuple([slots[i] for i in positions])) for positions in owned]
+        order = tuple(sorted(range(len(sigs)), key=sigs.__getitem__))
+        key = (order, _blocks(order, sigs))
+        found = self._orderings.get(key)
+        if found is None:
+            found = self._orderings[key] = _permuted(*key)
+        return found
+
+    def _plan(self, combo: tuple[tuple[int, ...], ...]) -> _Plan:
+        """The renaming an ordering of ids stands for, and where each slot comes from."""
+        plan = self._plans.get(combo)
+        if plan is not None:
+            return plan
         renaming: dict[ModelValue, ModelValue] = {}
         for keys, order in zip(self.groups, combo):
-            renaming.update(zip(order, keys.values))
-        moves = tuple(
-            self.system.slot_index(
-                component, renaming.get(key, key) if isinstance(key, ModelValue) else key
-            )
-            for component, key in self.system.slot_keys()
-        )
-        plan = (renaming, _identity(renaming), moves)
-        self._plans[combo] = plan
+            values = keys.values
+            renaming.update((values[i], target) for i, target in zip(order, values))
+        sources = [0] * len(self._plain)
+        for index, (component, key) in enumerate(self.system.slot_keys()):
+            new_key = renaming.get(key, key) if isinstance(key, ModelValue) else key
+            sources[self.system.slot_index(component, new_key)] = index
+        plain = tuple(self._plain[i] for i in sources)
+        plan = self._plans[combo] = _Plan(renaming, tuple(sources), plain)
         return plan
-
-
-def _apply(node: Any, renaming: Renaming, moves: Sequence[int]) -> Any:
-    """`rename_state` with the slot moves worked out in advance."""
-    state: SystemState = node[0]
-    old = state.slots
-    new: list[Any] = [None] * len(old)
-    for index, target in enumerate(moves):
-        new[target] = rename(old[index], renaming)
-    renamed = SystemState(tuple(new), rename(state.values, renaming))
-    if len(node) == 1:
-        return (renamed,)
-    return (renamed, *rename(tuple(node[1:]), renaming))
 
 
 def _identity(renaming: Mapping[ModelValue, ModelValue]) -> bool:
     return all(k == v for k, v in renaming.items())
 
 
-def _orders(ranked: Sequence[tuple[int, ModelValue]]) -> Iterator[tuple[ModelValue, ...]]:
-    """The ids in signature order; ids with equal signatures in every order among themselves.
+def _blocks(order: tuple[int, ...], sigs: Sequence[int]) -> tuple[int, ...]:
+    """The lengths of the runs of equal signatures along `order`."""
+    sizes: list[int] = []
+    for position, i in enumerate(order):
+        if position and sigs[i] == sigs[order[position - 1]]:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+    return tuple(sizes)
+
+
+def _permuted(order: tuple[int, ...], blocks: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """`order` with each block in every order among itself.
 
     Position i of an order gets the i-th canonical name.
     """
-    blocks: list[list[ModelValue]] = []
-    last: int | None = None
-    for sig, key in ranked:
-        if blocks and sig == last:
-            blocks[-1].append(key)
-        else:
-            blocks.append([key])
-        last = sig
-    for arrangement in itertools.product(*(itertools.permutations(b) for b in blocks)):
-        yield tuple(key for block in arrangement for key in block)
+    parts: list[tuple[int, ...]] = []
+    start = 0
+    for size in blocks:
+        parts.append(order[start : start + size])
+        start += size
+    return [
+        tuple(i for part in arrangement for i in part)
+        for arrangement in itertools.product(*(itertools.permutations(p) for p in parts))
+    ]
 
 
 def canonical(system: System, node: Any, group: tuple[Renaming, ...]) -> Any:

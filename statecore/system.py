@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 
 from .definition import Machine, Output, Snapshot, check_identifier
 from .errors import ActionError, StatecoreError, SystemDefinitionError
-from .semantics import REJECTED, Outcome, step
+from .runtime import remembered_step
+from .semantics import ACCEPTED, REJECTED, Outcome
 
 
 class ModelValue(NamedTuple):
@@ -201,6 +202,10 @@ class _Disabled(Exception):
 
 
 _DISABLED = _Disabled()  # raised as is on the hot path: no object to build
+_new = tuple.__new__  # builds a named tuple without its Python-level __new__
+
+
+_WROTE = object()  # in a Tx log: the location was written
 
 
 class Tx:
@@ -208,18 +213,77 @@ class Tx:
 
     Every write goes to a private copy; nothing is shared with the state the
     transaction started from, so actions stay pure from the outside.
+
+    The transaction logs what it reads and writes (slot i as location i,
+    global j as location ~j): an action is a function of what it read, which
+    lets the explorer memoise it (see `statecore.stepcache`).
     """
 
-    __slots__ = ("_outputs", "_slots", "_taken", "_values", "before", "system")
+    __slots__ = ("_before", "_log", "_outputs", "_slots", "_taken", "_values", "_whole", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
-        self.before = state
+        self._before = state
         # Copied on first write: most attempted actions are disabled before writing.
         self._slots: tuple[Slot, ...] | list[Slot] = state.slots
         self._values: tuple[Hashable, ...] | list[Hashable] = state.values
         self._outputs: list[Emitted] = []
         self._taken: list[TakenTransition] = []
+        self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
+        self._whole = False  # whether the whole state was looked at
+
+    @property
+    def before(self) -> SystemState:
+        """The state the transaction started from."""
+        self._whole = True
+        return self._before
+
+    # -- reads and writes of locations: all go through these four ---------------
+
+    def _slot(self, index: int) -> Slot:
+        slot = self._slots[index]
+        self._log.append((index, slot))
+        return slot
+
+    def _value(self, index: int) -> Any:
+        value = self._values[index]
+        self._log.append((~index, value))
+        return value
+
+    def _write_slot(self, index: int, slot: Slot) -> None:
+        if type(self._slots) is tuple:
+            self._slots = list(self._slots)
+        self._slots[index] = slot  # type: ignore[index]
+        self._log.append((index, _WROTE))
+
+    def _write_value(self, index: int, value: Hashable) -> None:
+        if type(self._values) is tuple:
+            self._values = list(self._values)
+        self._values[index] = value  # type: ignore[index]
+        self._log.append((~index, _WROTE))
+
+    def _reads(self) -> list[tuple[int, Any]]:
+        """``(location, value)`` of each location of the starting state read, in order.
+
+        Later reads of a location, and reads after writing it, add nothing.
+        """
+        seen: set[int] = set()
+        reads = []
+        for location, value in self._log:
+            if location not in seen:
+                seen.add(location)
+                if value is not _WROTE:
+                    reads.append((location, value))
+        return reads
+
+    def _writes(self) -> tuple[tuple[tuple[int, Slot], ...], tuple[tuple[int, Hashable], ...]]:
+        """The final value of each slot and global written, by index."""
+        written = sorted({location for location, value in self._log if value is _WROTE})
+        slots, values = self._slots, self._values
+        return (
+            tuple([(i, slots[i]) for i in written if i >= 0]),
+            tuple([(~i, values[~i]) for i in written if i < 0]),
+        )
 
     # -- enabling --------------------------------------------------------
 
@@ -234,31 +298,24 @@ class Tx:
 
     def get(self, name: str) -> Any:
         """The current value of global `name`."""
-        return self._values[self.system.global_index(name)]
+        return self._value(self.system.global_index(name))
 
     def set(self, name: str, value: Hashable) -> None:
         """Set global `name` to `value` (must be hashable)."""
-        if type(self._values) is tuple:
-            self._values = list(self._values)
-        self._values[self.system.global_index(name)] = value  # type: ignore[index]
-
-    def _write_slot(self, index: int, slot: Slot) -> None:
-        if type(self._slots) is tuple:
-            self._slots = list(self._slots)
-        self._slots[index] = slot  # type: ignore[index]
+        self._write_value(self.system.global_index(name), value)
 
     # -- instances ---------------------------------------------------------
 
     def handle(self, component: str, key: Hashable) -> Handle | None:
         """The live generation of `key`, or None if it has no instance."""
-        slot = self._slots[self.system.slot_index(component, key)]
+        slot = self._slot(self.system.slot_index(component, key))
         if slot.snapshot is None:
             return None
         return Handle(component, key, slot.generation)
 
     def snapshot(self, target: Handle | tuple[str, Hashable]) -> Snapshot | None:
         """The snapshot `target` refers to, or None if it is gone or stale."""
-        slot = self._slots[self.system.slot_index(target[0], target[1])]
+        slot = self._slot(self.system.slot_index(target[0], target[1]))
         if slot.snapshot is None:
             return None
         if isinstance(target, Handle) and target.generation != slot.generation:
@@ -278,7 +335,7 @@ class Tx:
         """
         comp = self.system.component(component)
         index = self.system.slot_index(component, key)
-        generation = self._slots[index].generation + 1
+        generation = self._slot(index).generation + 1
         self.require(generation <= comp.max_generations, "generation bound reached")
         self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
         return Handle(component, key, generation)
@@ -288,7 +345,7 @@ class Tx:
         if not self.live(target):
             return False
         index = self.system.slot_index(target[0], target[1])
-        self._write_slot(index, Slot(self._slots[index].generation, None))
+        self._write_slot(index, Slot(self._slot(index).generation, None))
         return True
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
@@ -301,7 +358,7 @@ class Tx:
         component, key = target[0], target[1]
         comp = self.system.component(component)
         index = self.system.slot_index(component, key)
-        slot = self._slots[index]
+        slot = self._slot(index)
         if slot.snapshot is None or (
             isinstance(target, Handle) and target.generation != slot.generation
         ):
@@ -309,17 +366,18 @@ class Tx:
             dummy = comp.machine.initial_snapshot()
             return Outcome(REJECTED, dummy, (), None, event, why)
         try:
-            outcome = step(comp.machine, slot.snapshot, event, payload)
+            outcome = remembered_step(comp.machine, slot.snapshot, event, payload)
         except StatecoreError as exc:
             raise ActionError(f"system {self.system.name!r}: {exc}") from exc
-        if outcome.accepted:
-            self._write_slot(index, Slot(slot.generation, outcome.snapshot))
-            source = Handle(component, key, slot.generation)
-            self._outputs.extend(Emitted(source, o) for o in outcome.outputs)
+        if outcome.status is ACCEPTED:
+            generation = slot.generation
+            self._write_slot(index, _new(Slot, (generation, outcome.snapshot)))
+            if outcome.outputs:
+                source = _new(Handle, (component, key, generation))
+                self._outputs.extend([_new(Emitted, (source, o)) for o in outcome.outputs])
             assert outcome.transition is not None
-            self._taken.append(
-                TakenTransition(component, comp.machine.name, outcome.transition.name)
-            )
+            taken = (component, comp.machine.name, outcome.transition.name)
+            self._taken.append(_new(TakenTransition, taken))
         return outcome
 
     def emit(self, output: Output) -> None:
@@ -330,6 +388,7 @@ class Tx:
 
     def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
         """The state built so far, with the outputs and transitions recorded."""
+        self._whole = True
         state = SystemState(tuple(self._slots), tuple(self._values))
         return state, tuple(self._outputs), tuple(self._taken)
 

@@ -1,0 +1,122 @@
+"""The explorer's memoised successors agree with `System.successors` everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from system_strategies import SystemSpec, build_system, systems
+
+from statecore import Event, Machine, State, Transition, out
+from statecore.stepcache import SuccessorCache
+from statecore.system import Action, Component, Global, Keys, System, SystemState, Tx
+
+KEYS = Keys("k", 2)
+TOGGLE = Machine(
+    "toggle",
+    states=[State("off", initial=True), State("on")],
+    events=[Event("flip")],
+    transitions=[
+        Transition("off", "flip", "on", emit=[out("lit")]),
+        Transition("on", "flip", "off"),
+    ],
+)
+
+
+def closure(system: System, successors: SuccessorCache) -> list[SystemState]:
+    """Every reachable state, breadth-first, expanded with `successors`."""
+    order = list(system.init_states())
+    seen = set(order)
+    for state in order:
+        for step in successors(state):
+            if step.state not in seen:
+                seen.add(step.state)
+                order.append(step.state)
+    return order
+
+
+def assert_agrees(system: System, cache: SuccessorCache) -> None:
+    for state in closure(system, cache):
+        assert cache(state) == system.successors(state)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(systems())
+def test_cache_matches_successors_on_random_systems(spec: SystemSpec) -> None:
+    system = build_system(spec)
+    assert_agrees(system, SuccessorCache(system))
+    assert_agrees(system, SuccessorCache(system, max_nodes=3))  # a tree cut short
+
+
+def toggles(run_counts: dict[str, int], whole_state: bool = False) -> System:
+    """Two toggles and a counter; `flip` reads its own slot, `count` the counter."""
+
+    def flip(tx: Tx, key: Hashable) -> None:
+        run_counts["flip"] += 1
+        if whole_state:
+            assert tx.before is not None
+        tx.require(tx.fire(("t", key), "flip").accepted)
+
+    def count(tx: Tx) -> None:
+        run_counts["count"] += 1
+        tx.require(tx.get("n") < 3)
+        tx.set("n", tx.get("n") + 1)
+
+    def init(tx: Tx) -> None:
+        for key in KEYS.values:
+            tx.spawn("t", key)
+
+    return System(
+        "toggles",
+        components=[Component("t", TOGGLE, KEYS)],
+        globals=[Global("n", 0)],
+        actions=[
+            Action("flip", "user", flip, {"key": KEYS}),
+            Action("count", "clock", count),
+        ],
+        init=init,
+    )
+
+
+def test_a_path_seen_once_never_runs_the_action_again() -> None:
+    runs = {"flip": 0, "count": 0}
+    system = toggles(runs)
+    cache = SuccessorCache(system)
+    states = closure(system, cache)
+    assert len(states) == 2 * 2 * 4
+    # Each flip(k) reads one slot (two values), count reads n (four values).
+    assert runs == {"flip": 2 * 2, "count": 4}
+    for state in states:
+        cache(state)
+    assert runs == {"flip": 2 * 2, "count": 4}
+    assert_agrees(system, cache)
+
+
+def test_an_action_reading_the_whole_state_is_run_every_time() -> None:
+    runs = {"flip": 0, "count": 0}
+    system = toggles(runs, whole_state=True)
+    cache = SuccessorCache(system)
+    states = closure(system, cache)
+    assert runs["flip"] == 2 * len(states)
+    assert_agrees(system, cache)
+
+
+def test_an_action_that_raises_raises_every_time() -> None:
+    def boom(tx: Tx) -> None:
+        if tx.get("n") == 0:
+            raise RuntimeError("model bug")
+        tx.require(False)
+
+    system = System(
+        "boom",
+        components=[Component("t", TOGGLE, KEYS)],
+        globals=[Global("n", 0)],
+        actions=[Action("boom", "user", boom)],
+    )
+    cache = SuccessorCache(system)
+    (state,) = system.init_states()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="model bug"):
+            cache(state)
+    assert cache(state._replace(values=(1,))) == []
