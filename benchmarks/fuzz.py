@@ -10,14 +10,15 @@ machine, side by side in one process, on the real vLLM-Omni 0.30.0 chunk-transfe
    ``statecore.models.vllm_omni_adapter`` and runs every send to completion, so it
    cannot interleave an action while a put is in flight.
 2. Time to the first failure, the median over several seeds, for each bug vLLM-Omni
-   really had (`MUTANTS`, patched into the real class for both tools) and, for statecore
+   had or regression of its fix (`MUTANTS`, patched into the real class for both tools;
+   the last two need a segment boundary, which the baseline does not drive) and, for statecore
    only, each seed-finding variant run as the implementation (``SystemAdapter``) against
    the reference ``chunk_transfer`` model; the baseline drives real code only, so the
    variants are n/a for it. Both tools search generate-only (no shrinking), as the
    mutation tests do; a run that finds nothing within the cap is a miss.
 
 The two tools count steps differently: a statecore step is one model action, so one
-send is ``begin``, ``process`` and ``put`` (and the consumer's ``receive``), while one
+send is ``begin``, ``process``, ``put`` and ``finish`` (and the consumer's ``receive``), while one
 baseline ``pump`` step runs a whole send.
 
 Run with the vLLM stack installed: ``python benchmarks/fuzz.py [--quick]``. The last
@@ -741,15 +742,16 @@ def main() -> None:
         "   both tools: generate-only search (no shrinking); statecore with the known 0.30.0 "
         "findings allowed"
     )
+    width = max(len(t.name) for t in targets) + 2
     print(
-        f"{'':<41}{'statecore':-^25}  {'baseline':-^25}\n"
-        f"{'target':<32}{'kind':<9}{'seconds':>9}{'examples':>10}{'hits':>6}  "
+        f"{'':<{width + 9}}{'statecore':-^25}  {'baseline':-^25}\n"
+        f"{'target':<{width}}{'kind':<9}{'seconds':>9}{'examples':>10}{'hits':>6}  "
         f"{'seconds':>9}{'examples':>10}{'hits':>6}  statecore finds / baseline finds"
     )
     for t in targets:
         ours, theirs = t.statecore, t.baseline
         print(
-            f"{t.name:<32}{t.kind:<9}{seconds(ours.median, mode.cap):>9}"
+            f"{t.name:<{width}}{t.kind:<9}{seconds(ours.median, mode.cap):>9}"
             f"{count(ours.median_examples):>10}{ours.hits:>6}  "
             f"{seconds(theirs.median, mode.cap):>9}{count(theirs.median_examples):>10}"
             f"{theirs.hits:>6}  {ours.what} / {theirs.what}"
