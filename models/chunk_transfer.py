@@ -82,7 +82,6 @@ NAMESPACE = "codec"
 ProcessorRaise = Literal["log", "record_and_skip", "record"]
 
 CANCELLED = ("draining", "retiring")  # sender states with ``cancelled`` set
-LIVE_REQUEST = ("running", "parked")  # the request has not saved its terminal
 
 
 @dataclass(frozen=True)
