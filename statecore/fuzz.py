@@ -56,6 +56,7 @@ from .properties import (
     advance_monitor,
     pending_hot,
 )
+from .stepcache import SuccessorCache
 from .system import ActionLabel, System, SystemState, SystemStep
 from .trace import Trace, TraceStep
 
@@ -111,6 +112,8 @@ def state_machine(
     eventually_props = tuple(p for p in system.properties if p.kind == "eventually")
     labels = system.labels()
     initially = {s.action for s in system.successors(system.init_states()[0])}
+    # Examples revisit the same model states over and over: one memo for all.
+    successors = SuccessorCache(system)
 
     class Fuzz(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -134,7 +137,7 @@ def state_machine(
 
         def enabled(self, action: str | None = None) -> list[SystemStep]:
             if self._cache is None or self._cache[0] is not self.state:
-                self._cache = (self.state, system.successors(self.state))
+                self._cache = (self.state, successors(self.state))
             steps = [s for s in self._cache[1] if s.action not in self.disabled]
             if action is None:
                 return steps
