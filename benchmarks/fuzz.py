@@ -727,7 +727,7 @@ def main() -> None:
         print(f"  {note}")
     print(
         "  examples: state machines Hypothesis built (discarded ones included); a statecore "
-        "step is one model action\n  (a send = begin, process, put), a baseline pump step "
+        "step is one model action\n  (a send = begin, process, put, finish), a baseline pump step "
         "runs a whole send"
     )
 
