@@ -65,9 +65,9 @@ from statecore import Event, Machine, Outcome, State, Transition, Var, out
 from statecore.registry import Target
 from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
 
-from .request_state import request_state_machine
+from .request_state import release_state, request_state_machine
 from .segment import segment_watermark_machine
-from .sender_generation import sender_generation_machine
+from .sender_generation import cleanup_sender, fire_sender, sender_generation_machine
 
 PROCESSOR_OUTCOMES = ("payload", "none", "raise")
 PUT_OUTCOMES = ("ok", "false", "raise")
@@ -544,31 +544,18 @@ def _end(tx: Tx, task: Task) -> None:
 
 
 def _cleanup_sender(tx: Tx, ext: Hashable) -> None:
-    """``cleanup_sender(ext)``: reclaim now, defer to the terminal, or leave to the finally."""
-    token = tx.handle("sender", ext)
-    if token is None:  # _clear_sender_state_locked(ext) all the same
-        _clear_sender_state(tx, ext)
-        return
-    _fire_sender(tx, token, "cleanup")
+    cleanup_sender(tx, ext, _clear_sender_state)
 
 
 def _fire_sender(tx: Tx, token: Handle, event: str, **payload: Any) -> Outcome:
     """Fire on a sender generation; reclaiming it pops the token and clears its state."""
-    outcome = tx.fire(token, event, **payload)
-    if outcome.accepted and outcome.snapshot.state == "reclaimed":
-        tx.retire(token)
-        _clear_sender_state(tx, token.key)
-    return outcome
+    return fire_sender(tx, token, event, _clear_sender_state, **payload)
 
 
 def _clear_sender_state(tx: Tx, ext: Hashable) -> None:
     """``_clear_sender_state_locked``: pop the watermarks and ``request_payload``."""
     tx.fire(("watermark", ext), "clear")
-    state = tx.handle("state", ext)
-    if state is not None:
-        tx.fire(state, "release")
-        tx.retire(state)
-        tx.set("made", frozenset(m for m in tx.get("made") if m[0] != state))
+    release_state(tx, ext)
 
 
 CHUNK_TRANSFER = build()

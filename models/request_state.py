@@ -92,7 +92,7 @@ from statecore import Event, Field, Machine, Outcome, Snapshot, State, Transitio
 from statecore.registry import Target
 from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
 
-from .sender_generation import sender_generation_machine
+from .sender_generation import cleanup_sender, fire_sender, sender_generation_machine
 
 NAMESPACES: tuple[str, ...] = ("codec", "frames")
 """The two namespaces of the bounded model (a producer's codec and frame buffers)."""
@@ -543,25 +543,19 @@ def _end(tx: Tx, task: Task) -> None:
 
 
 def _cleanup_sender(tx: Tx, ext: Hashable) -> None:
-    """``cleanup_sender(ext)``: reclaim now, defer to the terminal, or leave to the finally."""
-    sender = tx.handle("sender", ext)
-    if sender is None:  # _clear_sender_state_locked(ext) all the same
-        _release_state(tx, ext)
-        return
-    _fire_sender(tx, sender, "cleanup")
+    cleanup_sender(tx, ext, release_state)
 
 
 def _fire_sender(tx: Tx, sender: Handle, event: str, **payload: Any) -> Outcome:
     """Fire on a sender generation; reclaiming it runs the canonical cleanup."""
-    outcome = tx.fire(sender, event, **payload)
-    if outcome.accepted and outcome.snapshot.state == "reclaimed":
-        tx.retire(sender)
-        _release_state(tx, sender.key)
-    return outcome
+    return fire_sender(tx, sender, event, release_state, **payload)
 
 
-def _release_state(tx: Tx, ext: Hashable) -> None:
-    """Canonical cleanup: release every namespace and pop the request's state."""
+def release_state(tx: Tx, ext: Hashable) -> None:
+    """Canonical cleanup: release every namespace and pop the request's ``state``.
+
+    Also forgets the ghost ``made`` entries of that state generation.
+    """
     state = tx.handle("state", ext)
     if state is None:
         return

@@ -32,7 +32,11 @@ terminal is still queued, so the terminal is later discarded as stale.
 
 from __future__ import annotations
 
-from statecore import Event, Field, Machine, State, Transition, Var
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from statecore import Event, Field, Machine, Outcome, State, Transition, Var
+from statecore.system import Handle, Tx
 
 BOOL = (False, True)
 
@@ -213,3 +217,28 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
 
 
 SENDER_GENERATION = sender_generation_machine()
+
+
+ClearState = Callable[[Tx, Hashable], None]
+"""What ``_clear_sender_state_locked(ext)`` drops in a system: (tx, external id)."""
+
+
+def fire_sender(tx: Tx, token: Handle, event: str, clear: ClearState, **payload: Any) -> Outcome:
+    """Fire on a ``sender`` instance; reclaiming it pops the token and runs `clear`."""
+    outcome = tx.fire(token, event, **payload)
+    if outcome.accepted and outcome.snapshot.state == "reclaimed":
+        tx.retire(token)
+        clear(tx, token.key)
+    return outcome
+
+
+def cleanup_sender(tx: Tx, ext: Hashable, clear: ClearState) -> None:
+    """``cleanup_sender(ext)``: reclaim now, defer to the terminal, or leave to the finally.
+
+    With no token the per-request state is cleared all the same (CTA:977-1012).
+    """
+    token = tx.handle("sender", ext)
+    if token is None:
+        clear(tx, ext)
+        return
+    fire_sender(tx, token, "cleanup", clear)
