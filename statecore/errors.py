@@ -104,3 +104,28 @@ class TransitionError(StatecoreError):
 
 class ActionError(StatecoreError):
     """A system action was applied where the model does not allow it."""
+
+
+class ModelError(DefinitionError):
+    """A model's action or property misbehaved while being explored.
+
+    The message's first line names the action or property and what went
+    wrong; the lines after it show the trace that reached the state. `trace`
+    holds that trace and `__cause__` the original exception, if any.
+    """
+
+    def __init__(self, message: str, trace: object = None) -> None:
+        super().__init__(message)
+        self.trace = trace
+
+
+class ActionRaisedError(ModelError):
+    """A system action (or `init`) raised instead of running or disabling itself."""
+
+
+class PropertyRaisedError(ModelError):
+    """A property's predicate, condition or monitor router raised."""
+
+
+class NondeterministicActionError(ModelError):
+    """The same action on the same state gave different successors."""
