@@ -129,3 +129,36 @@ class PropertyRaisedError(ModelError):
 
 class NondeterministicActionError(ModelError):
     """The same action on the same state gave different successors."""
+
+
+class CheckLimitError(DefinitionError):
+    """A machine's `check_limit` is not a positive number of snapshots."""
+
+
+class DefinitionTypeError(DefinitionError):
+    """A definition part has the wrong type: a state given as a string, a tuple for a transition."""
+
+
+class ValidationLimitWarning(UserWarning):
+    """Validation stopped at `check_limit` with reachable snapshots left unchecked."""
+
+
+class ImpureCallbackError(StatecoreError):
+    """A memoised step differs from `step` run again: a guard, effect or emitter is impure."""
+
+
+class ReentrantFireError(StatecoreError):
+    """A guard, effect or emitter fired on an instance whose step it is part of."""
+
+
+class ListenerError(StatecoreError):
+    """Listeners raised after a committed transition; every listener still ran.
+
+    `outcome` is the committed outcome and `errors` the exceptions, in
+    listener order; `__cause__` is the first of them.
+    """
+
+    def __init__(self, message: str, outcome: object, errors: tuple[Exception, ...]) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.errors = errors
