@@ -53,10 +53,11 @@ state).
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
 
@@ -92,6 +93,13 @@ PathLike: TypeAlias = str | os.PathLike[str]
 _BIGINT = re.compile(r"-?[0-9]+")
 _TOP_LEVEL = frozenset({"#meta", "params", "vars", "states", "loop"})
 _SPECIAL = frozenset({"#bigint", "#tup", "#set", "#map", "#unserializable"})
+# A file is data from anywhere: bound what reading it may cost. Python itself
+# refuses to convert integers of more than 4,300 digits; statecore values nest
+# about ten JSON levels deep, so a hundred leaves room for any model.
+MAX_DIGITS = 4300
+MAX_DEPTH = 100
+# The header is the file's first member when statecore wrote it: read a prefix.
+_HEAD_BYTES = 1 << 16
 
 
 class TraceFileError(StatecoreError):
@@ -251,11 +259,36 @@ def decode_value(obj: Json, machines: Mapping[str, Machine], where: str = "") ->
     Raises `TraceFileError` (without a file or step: the caller adds them)
     when `obj` is not a value `encode_value` could have written.
     """
+    problem = _check_value(obj, where)
     try:
+        if problem is not None:
+            raise _DecodeError("", problem)
         return _decode(obj, machines, where)
     except _DecodeError as exc:
         at = f"at {exc.where}: " if exc.where else ""
         raise TraceFileError(None, None, at + exc.problem) from None
+
+
+def _brief(obj: object) -> str:
+    """`obj` for an error message: short, whatever the file put there."""
+    if isinstance(obj, (dict, list)):
+        return _kind(obj)
+    try:
+        text = repr(obj)
+    except ValueError:  # an integer too long to print
+        text = f"a {type(obj).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _digits_problem(text: str) -> str | None:
+    """Why the integer written as `text` is refused, or None."""
+    digits = len(text) - text.startswith("-")
+    if digits <= MAX_DIGITS:
+        return None
+    return (
+        f"an integer of {digits:,} digits; statecore reads at most {MAX_DIGITS:,} "
+        "(no model value is that large: the file is corrupt or not a statecore trace)"
+    )
 
 
 def _record(obj: Json, fields: Sequence[str], where: str, what: str) -> dict[str, Json]:
@@ -266,7 +299,7 @@ def _record(obj: Json, fields: Sequence[str], where: str, what: str) -> dict[str
 
 def _text(obj: Json, where: str, what: str) -> str:
     if not isinstance(obj, str):
-        raise _DecodeError(where, f"{what} must be a string, not {json.dumps(obj)}")
+        raise _DecodeError(where, f"{what} must be a string, not {_brief(obj)}")
     return obj
 
 
@@ -306,8 +339,14 @@ def _decode_special(
     key, inner = next(iter(obj.items()))
     if key == "#bigint":
         if not isinstance(inner, str) or not _BIGINT.fullmatch(inner):
-            raise _DecodeError(where, f"#bigint needs a string of digits, not {json.dumps(inner)}")
-        return int(inner)
+            raise _DecodeError(where, f"#bigint needs a string of digits, not {_brief(inner)}")
+        problem = _digits_problem(inner)
+        if problem is not None:
+            raise _DecodeError(where, problem)
+        try:
+            return int(inner)
+        except ValueError as exc:  # a lower limit set with sys.set_int_max_str_digits
+            raise _DecodeError(where, str(exc)) from None
     if key == "#unserializable":
         return Unserializable(_text(inner, where, "#unserializable"))
     if not isinstance(inner, list):
@@ -365,7 +404,7 @@ def _decode_variant(
         ):
             raise _DecodeError(f"{inner}.fields", "Output fields are [name, value] pairs")
         return Output(_text(rec["name"], f"{inner}.name", "name"), fields)
-    raise _DecodeError(where, f"unknown variant tag {json.dumps(tag)}")
+    raise _DecodeError(where, f"unknown variant tag {_brief(tag)}")
 
 
 def _decode_snapshot(value: Json, machines: Mapping[str, Machine], where: str) -> Snapshot:
@@ -493,16 +532,6 @@ def write_itf(
     return target
 
 
-def read_header(path: PathLike) -> dict[str, Json]:
-    """The ``#meta`` header of an ITF file (empty if it has none)."""
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TraceFileError(str(path), None, f"cannot read the trace: {exc}") from None
-    header = obj.get("#meta", {}) if isinstance(obj, dict) else {}
-    return dict(header) if isinstance(header, dict) else {}
-
-
 def _compact(obj: Json) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
 
@@ -550,38 +579,67 @@ def _members(obj: Mapping[str, Json], indent: str) -> list[str]:
 
 # -- checking the shape --------------------------------------------------------------
 
+_HEADER_TEXT = ("format", "source", "target", "adapter", "property", "verdict", "detail")
+_VERDICTS = ("violated", "witness")
+_REGENERATE = "the file is corrupt or not a statecore trace"
 
-def _check_value(obj: Json, where: str) -> str | None:
-    """The first problem with `obj` as an ITF value, or None."""
+
+def _kind(obj: object) -> str:
+    """What JSON value `obj` is, for a message."""
+    if isinstance(obj, dict):
+        return "a JSON object"
+    if isinstance(obj, list):
+        return "a JSON list"
+    if isinstance(obj, str):
+        return "a JSON string"
+    if isinstance(obj, bool) or obj is None:
+        return f"JSON {json.dumps(obj)}"
+    return "a JSON number"
+
+
+def _too_deep(obj: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether `obj` nests more than `limit` lists and objects deep (found without recursing)."""
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _check_value(obj: Json, where: str, depth: int = 1) -> str | None:
+    """The first problem with `obj` as an ITF value, or None.
+
+    Bounded: more than `MAX_DEPTH` levels of nesting or an integer of more
+    than `MAX_DIGITS` digits is a problem, so decoding a checked value
+    cannot exhaust the stack or stall in a conversion.
+    """
     if isinstance(obj, (bool, str, int)):
         return None
+    if isinstance(obj, (list, dict)) and depth > MAX_DEPTH:
+        return f"{where}: values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
     if isinstance(obj, list):
         for i, item in enumerate(obj):
-            problem = _check_value(item, f"{where}[{i}]")
+            problem = _check_value(item, f"{where}[{i}]", depth + 1)
             if problem:
                 return problem
         return None
     if isinstance(obj, dict):
         special = _SPECIAL.intersection(obj)
         if special:
-            key = sorted(special)[0]
-            if len(obj) != 1:
-                return f"{where}: {key} must be the only field of its object"
-            inner = obj[key]
-            if key == "#bigint":
-                ok = isinstance(inner, str) and _BIGINT.fullmatch(inner) is not None
-                return None if ok else f"{where}: #bigint needs a string of digits"
-            if key == "#unserializable":
-                return None if isinstance(inner, str) else f"{where}: #unserializable needs text"
-            if not isinstance(inner, list):
-                return f"{where}: {key} needs a JSON list"
-            if key == "#map" and not all(isinstance(p, list) and len(p) == 2 for p in inner):
-                return f"{where}: #map needs a list of [key, value] pairs"
-            return _check_value(inner, f"{where}.{key}")
+            return _check_special(obj, sorted(special)[0], where, depth)
         for name, item in obj.items():
             if name.startswith("#"):
                 return f"{where}: unknown special field {name!r}"
-            problem = _check_value(item, f"{where}.{name}")
+            problem = _check_value(item, f"{where}.{name}", depth + 1)
             if problem:
                 return problem
         return None
@@ -590,69 +648,144 @@ def _check_value(obj: Json, where: str) -> str | None:
     return f"{where}: the JSON number {obj!r} is not an ITF value (write integers as #bigint)"
 
 
+def _check_special(obj: dict[str, Json], key: str, where: str, depth: int) -> str | None:
+    """The first problem with a ``{"#bigint": ...}``-style value, or None."""
+    if len(obj) != 1:
+        return f"{where}: {key} must be the only field of its object"
+    inner = obj[key]
+    if key == "#bigint":
+        if not isinstance(inner, str) or _BIGINT.fullmatch(inner) is None:
+            return f"{where}: #bigint needs a string of digits"
+        problem = _digits_problem(inner)
+        return None if problem is None else f"{where}: {problem}"
+    if key == "#unserializable":
+        return None if isinstance(inner, str) else f"{where}: #unserializable needs text"
+    if not isinstance(inner, list):
+        return f"{where}: {key} needs a JSON list"
+    if key == "#map" and not all(isinstance(p, list) and len(p) == 2 for p in inner):
+        return f"{where}: #map needs a list of [key, value] pairs"
+    return _check_value(inner, f"{where}.{key}", depth + 1)
+
+
+def _check_header(meta: object, path: str | None) -> dict[str, Json]:
+    """`meta` as a trace header statecore can act on; raise naming the field and the fix.
+
+    Only the fields statecore reads are checked for type (ITF tools add
+    others), but the whole header is bounded in depth.
+    """
+    if not isinstance(meta, dict):
+        raise TraceFileError(path, None, f"'#meta' must be a JSON object, not {_kind(meta)}")
+    if _too_deep(meta):
+        raise TraceFileError(
+            path, None, f"'#meta' nests more than {MAX_DEPTH} levels deep ({_REGENERATE})"
+        )
+    for key in _HEADER_TEXT:
+        if key in meta and not isinstance(meta[key], str):
+            raise TraceFileError(
+                path,
+                None,
+                f"'#meta.{key}' must be a string, not {_kind(meta[key])} "
+                "(fix the header or regenerate the trace)",
+            )
+    if meta.get("format", "ITF") != "ITF":
+        raise TraceFileError(path, None, f"'#meta.format' is {meta['format']!r}, not 'ITF'")
+    if meta.get("verdict", "violated") not in _VERDICTS:
+        raise TraceFileError(
+            path,
+            None,
+            f"'#meta.verdict' is {_brief(meta['verdict'])}, not 'violated' or 'witness' "
+            "(fix the header or regenerate the trace)",
+        )
+    return meta
+
+
+def _check_members(fields: Mapping[str, Json], path: str | None) -> list[str]:
+    """Check the top-level members other than ``"states"``; return the listed variables."""
+    unknown = sorted(set(fields) - _TOP_LEVEL)
+    if unknown:
+        raise TraceFileError(
+            path,
+            None,
+            f"unknown top-level field {unknown[0]!r} (an ITF trace has {sorted(_TOP_LEVEL)})",
+        )
+    _check_header(fields.get("#meta", {}), path)
+    names: list[str] = []
+    for field in ("params", "vars"):
+        listed = fields.get(field, [])
+        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+            raise TraceFileError(path, None, f"{field!r} must be a list of strings")
+        names.extend(str(n) for n in listed)
+    if "vars" not in fields:
+        raise TraceFileError(path, None, "no 'vars' list")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise TraceFileError(path, None, f"variable {dup!r} is listed twice")
+    return names
+
+
+def _check_state(
+    state: Json, index: int, names: Sequence[str], path: str | None
+) -> dict[str, Json]:
+    """`state` as a well-formed ITF state holding exactly the variables `names`."""
+    if not isinstance(state, dict):
+        raise TraceFileError(path, index, f"a state must be a JSON object, not {_kind(state)}")
+    smeta = state.get("#meta", {})
+    if not isinstance(smeta, dict):
+        raise TraceFileError(path, index, "'#meta' must be an object")
+    if _too_deep(smeta):
+        raise TraceFileError(
+            path, index, f"'#meta' nests more than {MAX_DEPTH} levels deep ({_REGENERATE})"
+        )
+    if "index" in smeta and smeta["index"] != index:
+        raise TraceFileError(path, index, f"'#meta.index' is {_brief(smeta['index'])}")
+    for name in names:
+        if name not in state:
+            raise TraceFileError(path, index, f"missing variable {name!r}")
+    if len(state) - ("#meta" in state) != len(names):
+        extra = next(n for n in state if n != "#meta" and n not in names)
+        raise TraceFileError(path, index, f"unknown variable {extra!r} (not in 'vars')")
+    for name in names:
+        problem = _check_value(state[name], name)
+        if problem:
+            raise TraceFileError(path, index, problem)
+    return state
+
+
 def validate_itf_shape(obj: object, *, path: str | None = None) -> None:
     """Check that `obj` is an ITF trace; raise `TraceFileError` naming the problem.
 
     Structure only, no model: an object with ``"vars"`` (distinct strings)
     and ``"states"`` (objects holding every variable, and nothing else but
-    ``"#meta"``), an optional ``"#meta"`` object (``format`` "ITF" if given),
-    optional ``"params"`` and ``"loop"``, and well-formed ITF values (JSON
-    integers, which ITF wrote before its 2023 revision, are accepted; other
-    JSON numbers and ``null`` are not ITF values).
+    ``"#meta"``), an optional ``"#meta"`` object (``format`` "ITF" if given,
+    the fields statecore reads as text), optional ``"params"`` and
+    ``"loop"``, and well-formed ITF values (JSON integers, which ITF wrote
+    before its 2023 revision, are accepted; other JSON numbers and ``null``
+    are not ITF values).
     """
     if not isinstance(obj, dict):
-        raise TraceFileError(path, None, "an ITF trace is a JSON object")
-    unknown = sorted(set(obj) - _TOP_LEVEL)
-    if unknown:
-        raise TraceFileError(path, None, f"unknown top-level field {unknown[0]!r}")
-    meta = obj.get("#meta", {})
-    if not isinstance(meta, dict):
-        raise TraceFileError(path, None, "'#meta' must be an object")
-    if "format" in meta and meta["format"] != "ITF":
-        raise TraceFileError(path, None, f"'#meta.format' is {meta['format']!r}, not 'ITF'")
-    names: list[str] = []
-    for field in ("params", "vars"):
-        listed = obj.get(field, [])
-        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
-            raise TraceFileError(path, None, f"{field!r} must be a list of strings")
-        names.extend(listed)
-    if "vars" not in obj:
-        raise TraceFileError(path, None, "no 'vars' list")
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise TraceFileError(path, None, f"variable {dup!r} is listed twice")
+        raise TraceFileError(path, None, f"an ITF trace is a JSON object, not {_kind(obj)}")
+    names = _check_members({k: v for k, v in obj.items() if k != "states"}, path)
     states = obj.get("states")
     if not isinstance(states, list):
         raise TraceFileError(path, None, "no 'states' list")
     if "loop" in obj:
         loop = obj["loop"]
         if not isinstance(loop, int) or isinstance(loop, bool) or not 0 <= loop < len(states):
-            raise TraceFileError(path, None, f"'loop' {loop!r} is not a state index")
-    expected = set(names)
+            raise TraceFileError(path, None, f"'loop' {_brief(loop)} is not a state index")
     for index, state in enumerate(states):
-        if not isinstance(state, dict):
-            raise TraceFileError(path, index, "a state must be a JSON object")
-        smeta = state.get("#meta", {})
-        if not isinstance(smeta, dict):
-            raise TraceFileError(path, index, "'#meta' must be an object")
-        if "index" in smeta and smeta["index"] != index:
-            raise TraceFileError(path, index, f"'#meta.index' is {smeta['index']!r}")
-        for name in names:
-            if name not in state:
-                raise TraceFileError(path, index, f"missing variable {name!r}")
-        for name in state:
-            if name != "#meta" and name not in expected:
-                raise TraceFileError(path, index, f"unknown variable {name!r} (not in 'vars')")
-        for name in names:
-            problem = _check_value(state[name], name)
-            if problem:
-                raise TraceFileError(path, index, problem)
+        _check_state(state, index, names, path)
 
 
-# -- reading ---------------------------------------------------------------------------
+# -- parsing ---------------------------------------------------------------------------
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 class _DuplicateKey(Exception):
+    pass
+
+
+class _LongInteger(Exception):
     pass
 
 
@@ -665,6 +798,247 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _parse_int(text: str) -> int:
+    problem = _digits_problem(text)
+    if problem is not None:
+        raise _LongInteger(problem)
+    return int(text)
+
+
+def _read_text(path: PathLike, where: str) -> str:
+    """The file's text; unreadable or non-UTF-8 bytes raise `TraceFileError`."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise TraceFileError(where, None, f"cannot read the file: {exc.strerror or exc}") from None
+    return _utf8(data, where, final=True)
+
+
+def _read_head(path: PathLike, where: str) -> tuple[str, bool]:
+    """The file's first `_HEAD_BYTES` as text, and whether that is the whole file."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(_HEAD_BYTES)
+    except OSError as exc:
+        raise TraceFileError(where, None, f"cannot read the file: {exc.strerror or exc}") from None
+    whole = len(data) < _HEAD_BYTES
+    return _utf8(data, where, final=whole), whole
+
+
+def _utf8(data: bytes, where: str, *, final: bool) -> str:
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=final)
+    except UnicodeDecodeError as exc:
+        raise TraceFileError(
+            where,
+            None,
+            f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); an ITF trace is "
+            "JSON text - is this the right file?",
+        ) from None
+
+
+class _Members:
+    """The top-level members of an ITF object already in memory.
+
+    `fields` holds the members read before the states, `rest` those after
+    them; `states` gives the states in order.
+    """
+
+    def __init__(self, obj: Mapping[str, Json]) -> None:
+        self.fields: dict[str, Json] = dict(obj)
+        self.rest: dict[str, Json] = {}
+        self.streamed = False
+
+    def has_states(self) -> bool:
+        """Whether there is a ``"states"`` list."""
+        return self.streamed or isinstance(self.fields.get("states"), list)
+
+    def states(self) -> Iterator[Json]:
+        """The raw states, in order."""
+        listed = self.fields.get("states")
+        if isinstance(listed, list):
+            yield from listed
+
+
+class _Document(_Members):
+    """An ITF file parsed once, front to back, as far as its reader asks.
+
+    The members before ``"states"`` are parsed by `open`; the states one at
+    a time by `states`, so a reader that stops at a bad state has parsed
+    nothing after it; then the members after them. (A file whose ``"#meta"``
+    or ``"vars"`` follows its states is parsed whole by `open`: statecore
+    never writes one.)
+    """
+
+    def __init__(self, text: str, path: str) -> None:
+        super().__init__({})
+        self.text = text
+        self.path = path
+        self.decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_int=_parse_int)
+        self.pos = 0
+        self._states_at = 0
+        self._members: Iterator[tuple[str, int]] = iter(())
+
+    def open(self) -> None:
+        """Parse the members before the states (all of them if the states cannot stream)."""
+        self._members = self._each_member(self._start())
+        for key, pos in self._members:
+            if key == "states" and self._at(pos, "[") and {"#meta", "vars"} <= self.fields.keys():
+                self.streamed, self._states_at = True, pos
+                return
+            self.fields[key], self.pos = self._value(pos, None)
+        self._end()
+
+    def states(self) -> Iterator[Json]:
+        """The states, parsed as they are asked for; then the members after them."""
+        if not self.streamed:
+            yield from super().states()
+            return
+        yield from self._elements(self._states_at)
+        for key, pos in self._members:
+            self.rest[key], self.pos = self._value(pos, None)
+        self._end()
+
+    def header(self) -> Json:
+        """The ``"#meta"`` member (``{}`` if none), parsing no more than it takes to reach it."""
+        for key, pos in self._each_member(self._start()):
+            if key == "#meta":
+                return self._value(pos, None)[0]
+            if key == "states" and self._at(pos, "["):
+                for _ in self._elements(pos):
+                    pass
+            else:
+                self.pos = self._value(pos, None)[1]
+        self._end()
+        return {}
+
+    # -- the JSON around the members ----------------------------------------------------
+
+    def _start(self) -> int:
+        pos = self._skip(1 if self.text.startswith("\ufeff") else 0)
+        if pos == len(self.text):
+            raise TraceFileError(
+                self.path, None, "the file is empty; an ITF trace is a JSON object"
+            )
+        if not self._at(pos, "{"):
+            value = self._value(pos, None)[0]
+            raise TraceFileError(
+                self.path,
+                None,
+                f"the file holds {_kind(value)}, not an ITF trace "
+                "(a JSON object with '#meta', 'vars' and 'states')",
+            )
+        return pos + 1
+
+    def _each_member(self, pos: int) -> Iterator[tuple[str, int]]:
+        """Each member's name and where its value starts; the reader sets `pos` past the value."""
+        seen: set[str] = set()
+        pos = self._skip(pos)
+        if self._at(pos, "}"):
+            self.pos = pos + 1
+            return
+        while True:
+            if not self._at(pos, '"'):
+                raise self._bad(pos, None, "expected a member name in double quotes")
+            key, pos = self._value(pos, None)
+            assert isinstance(key, str)
+            if key in seen:
+                raise TraceFileError(self.path, None, f"bad JSON: key {key!r} appears twice")
+            seen.add(key)
+            pos = self._skip(pos)
+            if not self._at(pos, ":"):
+                raise self._bad(pos, None, "expected ':' after a member name")
+            yield key, self._skip(pos + 1)
+            pos = self._skip(self.pos)
+            if self._at(pos, ","):
+                pos = self._skip(pos + 1)
+            elif self._at(pos, "}"):
+                self.pos = pos + 1
+                return
+            else:
+                raise self._bad(pos, None, "expected ',' or '}' after a member")
+
+    def _elements(self, pos: int) -> Iterator[Json]:
+        """The items of the list at `pos`, parsed one by one; `pos` ends past the list."""
+        pos = self._skip(pos + 1)
+        if self._at(pos, "]"):
+            self.pos = pos + 1
+            return
+        index = 0
+        while True:
+            value, pos = self._value(pos, index)
+            yield value
+            index += 1
+            pos = self._skip(pos)
+            if self._at(pos, ","):
+                pos = self._skip(pos + 1)
+            elif self._at(pos, "]"):
+                self.pos = pos + 1
+                return
+            else:
+                raise self._bad(pos, index, "expected ',' or ']' after a state")
+
+    def _end(self) -> None:
+        pos = self._skip(self.pos)
+        if pos != len(self.text):
+            raise self._bad(pos, None, "extra data after the trace object")
+
+    def _value(self, pos: int, step: int | None) -> tuple[Json, int]:
+        try:
+            value, end = self.decoder.raw_decode(self.text, pos)
+        except json.JSONDecodeError as exc:
+            raise self._bad(exc.pos, step, exc.msg) from None
+        except _DuplicateKey as exc:
+            problem = f"bad JSON: key {exc.args[0]!r} appears twice"
+            raise TraceFileError(self.path, step, problem) from None
+        except _LongInteger as exc:
+            raise TraceFileError(self.path, step, str(exc)) from None
+        except RecursionError:
+            problem = (
+                f"values nest too deeply to read: more than {MAX_DEPTH} levels ({_REGENERATE})"
+            )
+            raise TraceFileError(self.path, step, problem) from None
+        return value, end
+
+    def _bad(self, pos: int, step: int | None, problem: str) -> TraceFileError:
+        at = json.JSONDecodeError(problem, self.text, pos)
+        ending = " (the file ends early: is it truncated?)" if pos >= len(self.text) else ""
+        return TraceFileError(
+            self.path, step, f"bad JSON at line {at.lineno}, column {at.colno}: {problem}{ending}"
+        )
+
+    def _skip(self, pos: int) -> int:
+        match = _WHITESPACE.match(self.text, pos)
+        assert match is not None
+        return match.end()
+
+    def _at(self, pos: int, char: str) -> bool:
+        return self.text.startswith(char, pos)
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def read_header(path: PathLike) -> dict[str, Json]:
+    """The ``#meta`` header of an ITF file, checked (empty if it has none).
+
+    Only as much of the file is read as it takes to reach the header - the
+    first member in the files statecore writes - so looking at the header
+    of a large trace costs nothing next to reading the trace. Raises
+    `TraceFileError` for a file that is not a JSON object, or a header
+    whose fields statecore reads are not text.
+    """
+    where = os.fspath(path)
+    head, whole = _read_head(path, where)
+    try:
+        meta = _Document(head, where).header()
+    except TraceFileError:
+        if whole:
+            raise
+        meta = _Document(_read_text(path, where), where).header()
+    return dict(_check_header(meta, where))
+
+
 def read_itf(path: PathLike, system: System, *, verify: bool = True) -> Trace:
     """Read the ITF trace at `path` as a `Trace` of `system`.
 
@@ -673,22 +1047,16 @@ def read_itf(path: PathLike, system: System, *, verify: bool = True) -> Trace:
     lead to the recorded state, and the returned trace holds the model's own
     values (with the outputs each step emitted). Without it the states are
     only decoded, for looking at a trace the model no longer allows.
-    Raises `TraceFileError` naming the file, the step and the problem.
+
+    The file is parsed once, state by state, and each state is checked as it
+    is read: the first problem stops the reading, so a bad step early in a
+    large file costs no more than the steps before it. Raises
+    `TraceFileError` naming the file, the step and the problem.
     """
     where = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceFileError(where, None, f"cannot read the file: {exc}") from None
-    try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise TraceFileError(
-            where, None, f"bad JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except _DuplicateKey as exc:
-        raise TraceFileError(where, None, f"bad JSON: key {exc.args[0]!r} appears twice") from None
-    return trace_from_itf(obj, system, path=where, verify=verify)
+    document = _Document(_read_text(path, where), where)
+    document.open()
+    return _read_trace(document, system, where, verify)
 
 
 def _meta_text(meta: Mapping[str, Json], key: str, default: str, path: str | None) -> str:
@@ -702,20 +1070,49 @@ def trace_from_itf(
     obj: object, system: System, *, path: str | None = None, verify: bool = True
 ) -> Trace:
     """The `Trace` an already parsed ITF object holds; see `read_itf`."""
-    validate_itf_shape(obj, path=path)
-    assert isinstance(obj, dict)
-    meta: dict[str, Json] = obj.get("#meta", {})
-    source = meta.get("source")
-    if source != system.name:
+    if not isinstance(obj, dict):
+        raise TraceFileError(path, None, f"an ITF trace is a JSON object, not {_kind(obj)}")
+    return _read_trace(_Members(obj), system, path, verify)
+
+
+def _read_trace(members: _Members, system: System, path: str | None, verify: bool) -> Trace:
+    """Check, decode and (with `verify`) replay each state in turn; stop at the first problem."""
+    fields = {k: v for k, v in members.fields.items() if k != "states"}
+    listed = _check_members(fields, path)
+    if not members.has_states():
+        raise TraceFileError(path, None, "no 'states' list")
+    if "loop" in fields:
+        raise TraceFileError(path, None, "lasso traces ('loop') are not supported")
+    meta = _check_header(fields.get("#meta", {}), path)
+    if meta.get("source") != system.name:
         raise TraceFileError(
             path,
             None,
-            f"wrong model: the trace is of system {source!r}, not {system.name!r}",
+            f"wrong model: the trace is of system {meta.get('source')!r}, not {system.name!r}",
         )
-    if "loop" in obj:
-        raise TraceFileError(path, None, "lasso traces ('loop') are not supported")
+    names = _expected_variables(system, listed, path)
+    machines = _machines(system)
+    verifier = _Verifier(system, path) if verify else None
+    steps: list[TraceStep] = []
+    for index, raw in enumerate(members.states()):
+        state = _check_state(raw, index, listed, path)
+        step = _decode_step(system, machines, names, index, state, path)
+        steps.append(step if verifier is None else verifier.check(index, step))
+    _check_rest(members.rest, path)
+    if not steps:
+        raise TraceFileError(path, None, "the trace has no states")
+    return Trace(
+        system.name,
+        tuple(steps),
+        _meta_text(meta, "property", "", path),
+        _meta_text(meta, "verdict", "violated", path),
+        _meta_text(meta, "detail", "", path),
+    )
+
+
+def _expected_variables(system: System, listed: Sequence[str], path: str | None) -> tuple[str, ...]:
+    """The system's ITF variables, once the file is found to list exactly those."""
     names = variable_names(system)
-    listed: list[str] = [*obj.get("params", []), *obj["vars"]]
     for name in listed:
         if name not in names:
             raise TraceFileError(
@@ -724,22 +1121,18 @@ def trace_from_itf(
     for name in names:
         if name not in listed:
             raise TraceFileError(path, 0, f"missing variable {name!r}")
-    raw_states: list[dict[str, Json]] = obj["states"]
-    if not raw_states:
-        raise TraceFileError(path, None, "the trace has no states")
-    machines = _machines(system)
-    steps = [
-        _decode_step(system, machines, names, index, raw, path)
-        for index, raw in enumerate(raw_states)
-    ]
-    trace = Trace(
-        system.name,
-        tuple(steps),
-        _meta_text(meta, "property", "", path),
-        _meta_text(meta, "verdict", "violated", path),
-        _meta_text(meta, "detail", "", path),
-    )
-    return verify_trace(system, trace, path=path) if verify else trace
+    return names
+
+
+def _check_rest(rest: Mapping[str, Json], path: str | None) -> None:
+    """The members after the states: only an unsupported ``"loop"`` or nothing."""
+    unknown = sorted(set(rest) - _TOP_LEVEL)
+    if unknown:
+        raise TraceFileError(path, None, f"unknown top-level field {unknown[0]!r}")
+    if "loop" in rest:
+        raise TraceFileError(path, None, "lasso traces ('loop') are not supported")
+    if rest:
+        raise TraceFileError(path, None, f"{sorted(rest)[0]!r} must come before 'states'")
 
 
 def _decode_step(
@@ -759,7 +1152,7 @@ def _decode_step(
     count = len(system.slot_keys())
     for name, slot in zip(names, values[:count]):
         if not isinstance(slot, Slot):
-            raise TraceFileError(path, index, f"{name} must hold a Slot, not {slot!r}")
+            raise TraceFileError(path, index, f"{name} must hold a Slot, not {_brief(slot)}")
     state = SystemState(tuple(values[:count]), tuple(values[count:]))  # type: ignore[arg-type]
     meta = raw.get("#meta", {})
     assert isinstance(meta, dict)
@@ -784,12 +1177,12 @@ def _decode_action(
     known = sorted(a.name for a in system.actions)
     if not isinstance(name, str) or name not in known:
         raise TraceFileError(
-            path, index, f"unknown action {name!r}; system {system.name!r} has {known}"
+            path, index, f"unknown action {_brief(name)}; system {system.name!r} has {known}"
         )
     action = system.action(name)
     raw_args = meta.get("args", {})
     if not isinstance(raw_args, dict) or set(raw_args) != set(action.params):
-        given = sorted(raw_args) if isinstance(raw_args, dict) else raw_args
+        given = sorted(raw_args) if isinstance(raw_args, dict) else _kind(raw_args)
         raise TraceFileError(
             path,
             index,
@@ -797,14 +1190,18 @@ def _decode_action(
         )
     args: list[tuple[str, Hashable]] = []
     for param in action.params:
+        where = f"argument {param}"
+        problem = _check_value(raw_args[param], where)
+        if problem:
+            raise TraceFileError(path, index, problem)
         try:
-            args.append((param, _decode(raw_args[param], machines, f"argument {param}")))
+            args.append((param, _decode(raw_args[param], machines, where)))
         except _DecodeError as exc:
             raise TraceFileError(path, index, f"{exc.where}: {exc.problem}") from None
     actor = meta.get("actor", action.actor)
     if actor != action.actor:
         raise TraceFileError(
-            path, index, f"action {name!r} is taken by {action.actor!r}, not {actor!r}"
+            path, index, f"action {name!r} is taken by {action.actor!r}, not {_brief(actor)}"
         )
     return ActionLabel(name, tuple(args)), action.actor
 
@@ -812,32 +1209,26 @@ def _decode_action(
 # -- verifying against the model ----------------------------------------------------------
 
 
-def _steps_of(
-    system: System, trace: Trace, path: str | None
-) -> Iterator[tuple[int, TraceStep, TraceStep]]:
-    """(index, recorded step, model step) along `trace`, raising where they part."""
-    if not trace.steps:
-        raise TraceFileError(path, None, "the trace has no states")
-    first = trace.steps[0].state
-    inits = system.init_states()
-    start = next((s for s in inits if same_state(s, first)), None)
-    if start is None:
-        raise TraceFileError(
-            path,
-            0,
-            "the first state is not an initial state of the model: "
-            + state_diff(system, first, inits[0]),
-        )
-    state = start
-    yield 0, trace.steps[0], TraceStep(None, "", start)
-    for index, item in enumerate(trace.steps[1:], 1):
+class _Verifier:
+    """Follows the model along a trace, one recorded step at a time."""
+
+    def __init__(self, system: System, path: str | None) -> None:
+        self.system = system
+        self.path = path
+        self.state: SystemState | None = None
+
+    def check(self, index: int, item: TraceStep) -> TraceStep:
+        """The model's step for recorded step `index`; raises where the two part."""
+        if self.state is None:
+            return self._start(item)
+        system, path = self.system, self.path
         if item.action is None:
             raise TraceFileError(path, index, "no action leads to this state")
         try:
-            step_ = system.next_step(state, item.action)
+            step_ = system.next_step(self.state, item.action)
         except ActionError as exc:
             why = "it is not enabled" if "is not enabled" in str(exc) else str(exc)
-            enabled = ", ".join(str(a) for a in system.actions_in(state)) or "none"
+            enabled = ", ".join(str(a) for a in system.actions_in(self.state)) or "none"
             raise TraceFileError(
                 path,
                 index,
@@ -857,8 +1248,21 @@ def _steps_of(
                 f"the model does not allow this step: {item.action} leads elsewhere - "
                 + state_diff(system, item.state, step_.state),
             )
-        state = step_.state
-        yield index, item, TraceStep(step_.action, step_.actor, step_.state, step_.outputs)
+        self.state = step_.state
+        return TraceStep(step_.action, step_.actor, step_.state, step_.outputs)
+
+    def _start(self, item: TraceStep) -> TraceStep:
+        inits = self.system.init_states()
+        start = next((s for s in inits if same_state(s, item.state)), None)
+        if start is None:
+            raise TraceFileError(
+                self.path,
+                0,
+                "the first state is not an initial state of the model: "
+                + state_diff(self.system, item.state, inits[0]),
+            )
+        self.state = start
+        return TraceStep(None, "", start)
 
 
 def verify_trace(system: System, trace: Trace, *, path: str | None = None) -> Trace:
@@ -872,5 +1276,8 @@ def verify_trace(system: System, trace: Trace, *, path: str | None = None) -> Tr
         raise TraceFileError(
             path, None, f"wrong model: the trace is of system {trace.system!r}, not {system.name!r}"
         )
-    steps = tuple(model for _, _, model in _steps_of(system, trace, path))
+    if not trace.steps:
+        raise TraceFileError(path, None, "the trace has no states")
+    verifier = _Verifier(system, path)
+    steps = tuple(verifier.check(index, item) for index, item in enumerate(trace.steps))
     return Trace(system.name, steps, trace.property_id, trace.verdict, trace.detail)
