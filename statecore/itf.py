@@ -625,7 +625,8 @@ def _check_value(obj: Json, where: str, depth: int = 1) -> str | None:
     if isinstance(obj, (bool, str, int)):
         return None
     if isinstance(obj, (list, dict)) and depth > MAX_DEPTH:
-        return f"{where}: values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
+        at = where if len(where) <= 40 else where[:37] + "..."
+        return f"{at}: values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
     if isinstance(obj, list):
         for i, item in enumerate(obj):
             problem = _check_value(item, f"{where}[{i}]", depth + 1)
@@ -921,7 +922,11 @@ class _Document(_Members):
                 self.path, None, "the file is empty; an ITF trace is a JSON object"
             )
         if not self._at(pos, "{"):
-            value = self._value(pos, None)[0]
+            try:
+                value = self._value(pos, None)[0]
+            except TraceFileError as exc:
+                problem = f"not JSON ({exc.problem}); an ITF trace is a JSON object"
+                raise TraceFileError(self.path, None, problem) from None
             raise TraceFileError(
                 self.path,
                 None,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from .adapter import Adapter, AdapterSpec, SystemAdapter
 from .definition import Machine
 from .errors import StatecoreError
+from .itf import read_header
 from .system import Action, Component, System
 
 
@@ -82,6 +85,21 @@ def resolve_adapter(
     target_name: str, adapter_name: str
 ) -> tuple[System, Callable[[], Adapter], AdapterSpec]:
     """The system to fuzz and a factory of fresh adapters, for a target and adapter name."""
+    spec = _adapter_spec(target_name, adapter_name)
+    if spec.name.startswith("model:"):
+        implementation = resolve(spec.name.removeprefix("model:"))[1]
+        return _adapter_model(spec, target_name), lambda: SystemAdapter(implementation), spec
+    factory = spec.load()
+    return _adapter_model(spec, target_name), factory, spec
+
+
+def adapter_system(target_name: str, adapter_name: str) -> System:
+    """The model configuration an adapter is fuzzed against, without importing the adapter."""
+    return _adapter_model(_adapter_spec(target_name, adapter_name), target_name)
+
+
+def _adapter_spec(target_name: str, adapter_name: str) -> AdapterSpec:
+    """The bundled adapter `adapter_name`, which must fit `target_name`."""
     specs = {a.name: a for a in bundled_adapters()}
     spec = specs.get(adapter_name)
     if spec is None:
@@ -94,13 +112,11 @@ def resolve_adapter(
         raise TargetError(
             f"adapter {adapter_name!r} fits target {spec.target!r}, not {target_name!r}"
         )
-    if spec.name.startswith("model:"):
-        implementation = resolve(spec.name.removeprefix("model:"))[1]
-        system = load_path(spec.system) if spec.system else resolve(target_name)[1]
-        return system, lambda: SystemAdapter(implementation), spec
-    factory = spec.load()
-    system = load_path(spec.system) if spec.system else resolve(target_name)[1]
-    return system, factory, spec
+    return spec
+
+
+def _adapter_model(spec: AdapterSpec, target_name: str) -> System:
+    return load_path(spec.system) if spec.system else resolve(target_name)[1]
 
 
 def resolve(name: str) -> tuple[str, System, Target | None]:
@@ -134,8 +150,30 @@ def load_path(path: str) -> System:
         except AttributeError:
             raise TargetError(f"target {path!r}: {module_name!r} has no {attr!r}") from None
     if callable(obj) and not isinstance(obj, (System, Machine)):
-        obj = obj()
+        obj = call_factory(obj, f"target {path!r}")
     return as_system(obj, path)
+
+
+def call_factory(factory: Callable[[], object], what: str) -> object:
+    """Call a function named as a target, refusing one that needs arguments.
+
+    ``json:dumps`` names a callable too; calling it with nothing would end
+    in the callee's own TypeError, so the signature is checked first.
+    """
+    try:
+        inspect.signature(factory).bind()
+    except TypeError:
+        raise TargetError(
+            f"{what} is {_callable_kind(factory)} that needs arguments; name a System, a "
+            "Machine, or a function of no arguments that returns one"
+        ) from None
+    except ValueError:  # no signature to check (some builtins): the call decides
+        pass
+    return factory()
+
+
+def _callable_kind(obj: object) -> str:
+    return "a class" if isinstance(obj, type) else "a function"
 
 
 def as_system(obj: Any, where: str) -> System:
@@ -180,20 +218,114 @@ def _spawn_one(tx: Any, component: str) -> None:
     tx.spawn(component, "it")
 
 
-def system_for_trace(path: Any, target: str | None = None) -> tuple[str, System]:
-    """The target name and the system a trace file was taken from.
+def system_for_trace(
+    path: Any, target: str | None = None, adapter: str | None = None, *, drawing: bool = False
+) -> tuple[str, System]:
+    """The target name and the system a trace file replays (or is drawn) on.
 
-    The header's ``target`` (else its ``source``) names the target; a trace
-    written by ``statecore fuzz`` also names its ``adapter``, whose model
-    configuration (the fuzzing bounds) is the one the trace replays on.
+    See `trace_target` for how the name is chosen. A trace written by
+    ``statecore fuzz`` names its ``adapter``, whose model configuration (the
+    fuzzing bounds) is the one the trace replays on; replaying it needs the
+    adapter, drawing it does not.
     """
-    from .itf import read_header
-
-    header = read_header(path)
-    name = target or str(header.get("target") or header.get("source") or "")
-    if not name:
-        raise TargetError(f"{path}: the trace names no target; pass --target")
-    adapter = header.get("adapter")
-    if adapter:
-        return name, resolve_adapter(name, str(adapter))[0]
+    name, chosen = trace_target(path, target, adapter, drawing=drawing)
+    if chosen and adapter:
+        return name, resolve_adapter(name, chosen)[0]
+    if chosen:
+        return name, adapter_system(name, chosen)
     return name, resolve(name)[1]
+
+
+def trace_target(
+    path: Any, target: str | None = None, adapter: str | None = None, *, drawing: bool = False
+) -> tuple[str, str]:
+    """``(target, adapter)`` a trace runs on: as the user names them, else as its header does.
+
+    A trace file is data, not code: a name read from it is only looked up
+    among the bundled targets and adapters, never imported. The user may
+    name anything (`target` may be ``package.module:object``), but a header
+    naming something else is refused with both names, so that either can be
+    dropped. Without an `adapter`, a trace whose header names one is refused
+    too, unless it is only being drawn (`drawing`): it shows what an
+    implementation did, which the model alone cannot replay. When drawing,
+    the header's target may also be a bundled variant of the `target` named.
+    """
+    where = os.fspath(path)
+    header = read_header(path)
+    named = str(header.get("target") or header.get("source") or "")
+    chosen = _trace_adapter(where, str(header.get("adapter") or ""), adapter, drawing)
+    if target is None:
+        return _bundled_name(where, named), chosen
+    declared = str(header.get("target") or "")
+    if drawing and named and _is_variant_of(named, target):
+        return named, chosen
+    if declared and not _same_target(declared, target):
+        flag = "TARGET" if drawing else "--target"
+        raise TargetError(
+            f"{where}: the trace header names target {declared!r} but {flag} is {target!r}; "
+            f"drop {flag} to use the header's, or change 'target' in the header"
+        )
+    return target, chosen
+
+
+def _trace_adapter(where: str, declared: str, adapter: str | None, drawing: bool) -> str:
+    """The adapter a trace runs through: the user's, which must agree with the header's."""
+    if declared and declared not in {a.name for a in bundled_adapters()}:
+        raise TargetError(
+            f"{where}: the trace header names adapter {declared!r}, which is not bundled "
+            "('statecore list' shows the adapters); remove 'adapter' from the header"
+        )
+    if adapter:
+        if declared and declared != adapter:
+            raise TargetError(
+                f"{where}: the trace header names adapter {declared!r} but --adapter is "
+                f"{adapter!r}; pass --adapter {declared}, or remove 'adapter' from the header "
+                "to replay the trace through another"
+            )
+        return adapter
+    if declared and not drawing:
+        raise TargetError(
+            f"{where}: the trace header names adapter {declared!r}: statecore fuzz wrote it "
+            f"and it replays through that implementation; pass --adapter {declared}"
+        )
+    return declared
+
+
+def _bundled_name(where: str, name: str) -> str:
+    """`name`, read from a trace file, if it is a bundled target; refused otherwise."""
+    targets = [t.name for t in bundled()]
+    if name in targets:
+        return name
+    if not name:
+        raise TargetError(
+            f"{where}: the trace names no target (no 'target' or 'source' in its #meta); "
+            "pass --target"
+        )
+    if ":" in name:
+        raise TargetError(
+            f"{where}: the trace header names target {name!r}, which is not bundled; "
+            "statecore imports only what you name yourself - if you trust this file, "
+            f"pass --target {name}"
+        )
+    close = difflib.get_close_matches(name, targets, n=3, cutoff=0.5)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise TargetError(
+        f"{where}: the trace names target {name!r}, which is not bundled{hint}; "
+        "pass --target NAME or --target package.module:object"
+    )
+
+
+def _same_target(declared: str, named: str) -> bool:
+    """Whether the header's target and the user's are the same (by name or by path)."""
+    if declared == named:
+        return True
+    paths = {t.name: t.path for t in bundled()}
+    return paths.get(declared) == named or paths.get(named) == declared
+
+
+def _is_variant_of(declared: str, named: str) -> bool:
+    """Whether the header's target is `named` or a bundled variant of it."""
+    if _same_target(declared, named):
+        return True
+    family = {t.name: t.family for t in bundled()}.get(declared, "")
+    return bool(family) and _same_target(family, named)

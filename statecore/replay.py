@@ -31,12 +31,13 @@ Replaying is deterministic: the same system and actions give the same result.
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import ActionError
 from .explore import HOLDS, UNKNOWN, VIOLATED, PropertyResult
-from .itf import PathLike, TraceFileError, read_itf, verify_trace
+from .itf import PathLike, TraceFileError, read_header, read_itf, verify_trace
 from .properties import (
     EMPTY_MONITOR,
     MonitorViolation,
@@ -107,19 +108,49 @@ class ReplayResult:
 
 
 def find_property(
-    system: System, property_id: str, properties: Iterable[Property] | None = None
+    system: System,
+    property_id: str,
+    properties: Iterable[Property] | None = None,
+    *,
+    path: str | None = None,
 ) -> Property:
-    """The property `property_id` among `properties` (default: the system's)."""
+    """The property `property_id` among `properties` (default: the system's).
+
+    Raises `TraceFileError` naming `path`, the trace that asked for it.
+    """
     pool = tuple(system.properties if properties is None else properties)
     for prop in pool:
         if isinstance(prop, Property) and prop.id == property_id:
             return prop
+    if not property_id:
+        raise TraceFileError(path, None, "the trace names no property (no '#meta.property')")
     raise TraceFileError(
+        path,
         None,
-        None,
-        f"system {system.name!r} has no property {property_id!r}; "
+        f"system {system.name!r} has no property {property_id!r} (renamed or removed?); "
         f"properties are {[p.id for p in pool]}",
     )
+
+
+def _where(path: PathLike) -> str:
+    return os.fspath(path)
+
+
+def _file_property(
+    system: System,
+    path: PathLike,
+    property_id: str | None,
+    properties: Iterable[Property] | None,
+) -> Property | None:
+    """The property to judge, found before the file's states are read (None: read them first).
+
+    A trace of another system is left to `read_itf`, which says so.
+    """
+    header = read_header(path)
+    if header.get("source") != system.name:
+        return None
+    wanted = property_id or str(header.get("property") or "")
+    return find_property(system, wanted, properties, path=_where(path))
 
 
 def _recorded_verdict(trace: Trace) -> str:
@@ -142,9 +173,13 @@ def replay(
     """
     if isinstance(trace_or_path, Trace):
         trace = verify_trace(system, trace_or_path)
+        prop = find_property(system, property_id or trace.property_id, properties)
     else:
+        early = _file_property(system, trace_or_path, property_id, properties)
         trace = read_itf(trace_or_path, system)
-    prop = find_property(system, property_id or trace.property_id, properties)
+        wanted = property_id or trace.property_id
+        where = _where(trace_or_path)
+        prop = find_property(system, wanted, properties, path=where) if early is None else early
     verdict, detail, step = judge(system, prop, trace.steps)
     return ReplayResult(system.name, prop, verdict, detail, step, trace, _recorded_verdict(trace))
 
