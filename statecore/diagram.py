@@ -997,8 +997,9 @@ def run(args: argparse.Namespace) -> int:
     from .registry import resolve, system_for_trace
 
     if args.trace is not None:
-        # The trace's own target (a variant, say) is the system it runs on.
-        _, system = system_for_trace(args.trace)
+        # The trace's own target (a variant of TARGET, say) is the system it runs on;
+        # a name the file gives is only looked up among the bundled ones.
+        _, system = system_for_trace(args.trace, args.target, drawing=True)
     else:
         _, system, _ = resolve(args.target)
     fmt: str = args.format
