@@ -27,13 +27,15 @@ the given line length, so it can be committed as it is.
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
+import re
 import textwrap
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from .definition import Output, Snapshot
-from .registry import TargetError
+from .registry import TargetError, call_factory
 from .system import ActionLabel, Handle, ModelValue, Slot, System
 from .trace import Trace
 
@@ -48,6 +50,10 @@ __all__ = [
 
 # The fixed lines of a generated module (imports, the assertion) fit in this.
 MIN_LINE_LENGTH = 70
+
+
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_OBJECT_PATH = re.compile(f"{_DOTTED}:{_DOTTED}")
 
 
 def _resolve(spec: str, what: str) -> object:
@@ -72,14 +78,16 @@ def load_system(target: str, resolver: str | None = None) -> System:
 
     ``"package.module:object"`` imports the module and takes the object (a
     dotted path inside the module is allowed); a callable that is not a
-    `System` is called with no arguments. A bare name is a bundled target
-    (`statecore.registry.resolve`). With `resolver`, the function it names
-    is called with `target` instead. Raises `statecore.registry.TargetError`.
+    `System` is called with no arguments (one that needs arguments is
+    refused). A bare name is a bundled target (`statecore.registry.resolve`).
+    With `resolver`, the function it names is called with `target` instead.
+    Raises `statecore.registry.TargetError`.
     """
     if resolver is not None:
         function = _resolve(resolver, "resolver")
         if not callable(function):
             raise TargetError(f"resolver {resolver!r} is not callable")
+        _check_takes_one(function, resolver)
         found: object = function(target)
     elif ":" not in target:
         from .registry import resolve
@@ -88,10 +96,47 @@ def load_system(target: str, resolver: str | None = None) -> System:
     else:
         found = _resolve(target, "target")
         if not isinstance(found, System) and callable(found):
-            found = found()
+            found = call_factory(found, f"target {target!r}")
     if not isinstance(found, System):
         raise TargetError(f"target {target!r} gives {type(found).__name__}, not a System")
     return found
+
+
+def _check_takes_one(function: Callable[..., object], resolver: str) -> None:
+    try:
+        inspect.signature(function).bind("name")
+    except TypeError:
+        raise TargetError(
+            f"resolver {resolver!r} must take one argument, the target name"
+        ) from None
+    except ValueError:  # no signature to check: the call decides
+        pass
+
+
+def _check_names(target: str, resolver: str | None) -> None:
+    """Refuse a `target` or `resolver` the generated test could not load by that name.
+
+    The generated module imports exactly these names when it runs, so they
+    are checked when it is written: ``package.module:object`` of Python
+    names, or (without a resolver) a bundled target name.
+    """
+    if resolver is not None and not _OBJECT_PATH.fullmatch(resolver):
+        raise TargetError(f"resolver {resolver!r} must look like 'package.module:function'")
+    if _OBJECT_PATH.fullmatch(target):
+        return
+    if ":" in target or not target:
+        raise TargetError(f"target {target!r} must look like 'package.module:object'")
+    if resolver is None and target not in _bundled_names():
+        raise TargetError(
+            f"target {target!r} is neither a bundled target ('statecore list') nor "
+            "'package.module:object'"
+        )
+
+
+def _bundled_names() -> list[str]:
+    from .registry import bundled
+
+    return [t.name for t in bundled()]
 
 
 def _importable_name(function: Callable[[str], System]) -> str:
@@ -236,7 +281,8 @@ def python_literal(value: Hashable, width: int = 88) -> str:
 
 def _test_name(property_id: str, must_hold: bool, witness: bool, width: int) -> str:
     """A test function name for the property, short enough for its ``def`` line."""
-    base = "".join(ch if ch.isalnum() else "_" for ch in property_id).strip("_") or "trace"
+    base = "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in property_id)
+    base = base.strip("_") or "trace"
     if witness:
         suffix = "_is_reached"
     else:
@@ -246,7 +292,13 @@ def _test_name(property_id: str, must_hold: bool, witness: bool, width: int) -> 
 
 
 def _docstring_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """`text` safe inside a triple-quoted docstring, whatever it holds (it may come from a file)."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    return ch.encode("unicode_escape").decode("ascii")
 
 
 def _docstring(trace: Trace, target: str, must_hold: bool, width: int) -> list[str]:
@@ -305,6 +357,10 @@ def regression_test_source(
     See the module docstring for `target`, `resolver` and `must_hold`. The
     source is valid Python, formatted as ``ruff format --line-length
     <line_length>`` would, and needs only statecore and the target to run.
+
+    The test imports only `target` and `resolver`, as given here: the trace
+    (which may have been read from a file) supplies data - actions, a
+    property id, text for the docstring - written as escaped literals.
     """
     if not trace.property_id:
         raise TargetError("the trace names no property; a regression test needs one")
@@ -312,6 +368,7 @@ def regression_test_source(
         raise ValueError(f"line_length must be at least {MIN_LINE_LENGTH}, not {line_length}")
     if callable(resolver):
         resolver = _importable_name(resolver)
+    _check_names(target, resolver)
     names: set[str] = {"ActionLabel"}
     actions = [_node(label, names) for label in trace.actions]
     witness = trace.verdict == "witness"
