@@ -27,6 +27,7 @@ not fail an example.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -372,6 +373,7 @@ def fuzz(
     """
     if profile not in PROFILES:
         raise StatecoreError(f"unknown profile {profile!r}; profiles are {sorted(PROFILES)}")
+    _check_limits(budget, max_examples)
     stats = _Stats()
     machine = state_machine(system, adapter_factory, known=known, swarm=swarm, stats=stats)
     base = dict(PROFILES[profile])
@@ -427,6 +429,14 @@ def fuzz(
         time.perf_counter() - started,
         dict(stats.taken),
     )
+
+
+def _check_limits(budget: float | None, max_examples: int | None) -> None:
+    """Refuse a budget that never runs out (NaN, infinity) or never starts, and no examples."""
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise StatecoreError(f"budget must be a positive, finite number of seconds, not {budget}")
+    if max_examples is not None and max_examples < 1:
+        raise StatecoreError(f"max_examples must be at least 1, not {max_examples}")
 
 
 MINIMISE_REPLAYS = 300

@@ -1,0 +1,10 @@
+"""A target factory that needs arguments: ``needs_arguments:make_system``."""
+
+from __future__ import annotations
+
+from statecore.system import System
+from tiny import counter
+
+
+def make_system(limit: int, *, name: str = "tiny") -> System:
+    return counter(name)
