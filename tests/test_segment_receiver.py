@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Hashable, Mapping
 
 import pytest
@@ -63,10 +62,7 @@ def test_targets_are_well_formed() -> None:
 @pytest.mark.parametrize("target", MODELS, ids=lambda t: t.name)
 def test_reference_holds_without_vacuity_and_covers_every_transition(target: Target) -> None:
     system = target.load()
-    started = time.perf_counter()
-    report = explore(system, stop_on_violation=False)
-    # About 1 s for segments and well under for the receiver; slack for busy machines.
-    assert time.perf_counter() - started < 5.0
+    report = explore(system, stop_on_violation=False)  # timed in benchmarks/explore.py
     assert report.complete and report.ok
     assert {r.verdict for r in report.results} == {HOLDS}
     for cov in report.coverage:
