@@ -22,8 +22,13 @@ send is ``begin``, ``process``, ``put`` and ``finish`` (and the consumer's ``rec
 baseline ``pump`` step runs a whole send.
 
 Run with the vLLM stack installed: ``python benchmarks/fuzz.py [--quick]``. The last
-line is ``RESULT real_adapter_steps_per_s=<x> median_seconds_to_find=<x> found=<k>/<n>
-baseline_found=<k>/<n>``.
+two lines keep the two kinds of target apart, each over its own denominator (the
+medians are over the targets' per-seed medians, a miss counting as infinite):
+
+``RESULT real_adapter_steps_per_s=<x> mutants_found=<k>/<n> mutants_median_seconds=<x>
+baseline_mutants_found=<k>/<n> baseline_mutants_median_seconds=<x>``
+
+``RESULT model_variants_found=<k>/<m> model_variants_median_seconds=<x>`` (statecore only)
 """
 
 from __future__ import annotations
@@ -768,16 +773,39 @@ def main() -> None:
     )
     print("   a target counts as found when found within the cap in more than half the seeds")
 
-    real = speeds[0].steps_per_second
-    median = statistics.median(t.statecore.median for t in targets)
-    found = sum(t.statecore.found for t in targets)
-    baseline_found = sum(t.baseline.found for t in attemptable)
     assert len(attemptable) == len(MUTANTS)
     progress(f"total {time.perf_counter() - started:.0f}s")
-    print(
-        f"RESULT real_adapter_steps_per_s={real:.0f} median_seconds_to_find={median:.2f} "
-        f"found={found}/{len(targets)} baseline_found={baseline_found}/{len(attemptable)}"
-    )
+    for line in result_lines(speeds[0].steps_per_second, targets):
+        print(line)
+
+
+def result_lines(real_steps_per_second: float, targets: list[Target]) -> list[str]:
+    """The RESULT lines: real-adapter mutants and model variants, each over its own count.
+
+    A mutant is the real adapter class with a bug patched in, which both tools
+    attempt; a variant is a model run as the implementation, which only
+    statecore can drive. Summing them would mix two denominators.
+    """
+    mutants = [t for t in targets if t.kind == "mutant"]
+    variants = [t for t in targets if t.kind == "variant"]
+    baseline = [t.baseline for t in mutants]
+    return [
+        f"RESULT real_adapter_steps_per_s={real_steps_per_second:.0f} "
+        f"mutants_found={_found([t.statecore for t in mutants])} "
+        f"mutants_median_seconds={_median([t.statecore for t in mutants]):.2f} "
+        f"baseline_mutants_found={_found(baseline)} "
+        f"baseline_mutants_median_seconds={_median(baseline):.2f}",
+        f"RESULT model_variants_found={_found([t.statecore for t in variants])} "
+        f"model_variants_median_seconds={_median([t.statecore for t in variants]):.2f}",
+    ]
+
+
+def _found(outcomes: list[Outcome]) -> str:
+    return f"{sum(o.found for o in outcomes)}/{len(outcomes)}"
+
+
+def _median(outcomes: list[Outcome]) -> float:
+    return statistics.median(o.median for o in outcomes) if outcomes else math.nan
 
 
 if __name__ == "__main__":

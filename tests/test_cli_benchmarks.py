@@ -1,0 +1,44 @@
+"""The benchmark scripts' RESULT lines: one denominator per kind of target."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fuzz_reports_real_adapter_mutants_and_model_variants_apart() -> None:
+    bench = load("fuzz")
+
+    def outcome(*found: bool) -> object:
+        seconds = [1.0 + i for i in range(len(found))]
+        return bench.Outcome(tuple(bench.Attempt(f, s, 10, "x") for f, s in zip(found, seconds)))
+
+    hit, miss, none = outcome(True, True, True), outcome(False, False, False), bench.Outcome(None)
+    targets = [
+        bench.Target("m1", "mutant", hit, hit),
+        bench.Target("m2", "mutant", hit, miss),
+        bench.Target("m3", "mutant", miss, miss),
+        bench.Target("v1", "variant", hit, none),
+        bench.Target("v2", "variant", hit, none),
+    ]
+    real, variants = bench.result_lines(123.4, targets)
+    assert real.startswith("RESULT real_adapter_steps_per_s=123 ")
+    assert "mutants_found=2/3 " in real and "baseline_mutants_found=1/3 " in real
+    assert "variant" not in real
+    assert variants.startswith("RESULT model_variants_found=2/2 ")
+    assert "mutant" not in variants
