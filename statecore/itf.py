@@ -581,7 +581,8 @@ def _members(obj: Mapping[str, Json], indent: str) -> list[str]:
 
 _HEADER_TEXT = ("format", "source", "target", "adapter", "property", "verdict", "detail")
 _VERDICTS = ("violated", "witness")
-_REGENERATE = "the file is corrupt or not a statecore trace"
+_LASSO = "lasso traces ('loop') are not supported: statecore replays finite traces"
+_REGENERATE = "the file is corrupt or not a statecore trace: regenerate it"
 
 
 def _kind(obj: object) -> str:
@@ -1087,13 +1088,14 @@ def _read_trace(members: _Members, system: System, path: str | None, verify: boo
     if not members.has_states():
         raise TraceFileError(path, None, "no 'states' list")
     if "loop" in fields:
-        raise TraceFileError(path, None, "lasso traces ('loop') are not supported")
+        raise TraceFileError(path, None, _LASSO)
     meta = _check_header(fields.get("#meta", {}), path)
     if meta.get("source") != system.name:
         raise TraceFileError(
             path,
             None,
-            f"wrong model: the trace is of system {meta.get('source')!r}, not {system.name!r}",
+            f"wrong model: the trace is of system {meta.get('source')!r}, not "
+            f"{system.name!r}; replay it on the target of that system",
         )
     names = _expected_variables(system, listed, path)
     machines = _machines(system)
@@ -1133,9 +1135,13 @@ def _check_rest(rest: Mapping[str, Json], path: str | None) -> None:
     """The members after the states: only an unsupported ``"loop"`` or nothing."""
     unknown = sorted(set(rest) - _TOP_LEVEL)
     if unknown:
-        raise TraceFileError(path, None, f"unknown top-level field {unknown[0]!r}")
+        raise TraceFileError(
+            path,
+            None,
+            f"unknown top-level field {unknown[0]!r} (an ITF trace has {sorted(_TOP_LEVEL)})",
+        )
     if "loop" in rest:
-        raise TraceFileError(path, None, "lasso traces ('loop') are not supported")
+        raise TraceFileError(path, None, _LASSO)
     if rest:
         raise TraceFileError(path, None, f"{sorted(rest)[0]!r} must come before 'states'")
 

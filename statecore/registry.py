@@ -260,10 +260,15 @@ def trace_target(
     if drawing and named and _is_variant_of(named, target):
         return named, chosen
     if declared and not _same_target(declared, target):
+        fix = (
+            f"draw it on {declared} or the model it is a variant of"
+            if drawing
+            else "drop --target to use the header's"
+        )
         flag = "TARGET" if drawing else "--target"
         raise TargetError(
             f"{where}: the trace header names target {declared!r} but {flag} is {target!r}; "
-            f"drop {flag} to use the header's, or change 'target' in the header"
+            f"{fix}, or change 'target' in the header"
         )
     return target, chosen
 
@@ -296,6 +301,9 @@ def _bundled_name(where: str, name: str) -> str:
     targets = [t.name for t in bundled()]
     if name in targets:
         return name
+    by_path = {t.path: t.name for t in bundled()}
+    if name in by_path:  # written by `statecore check package.module:object` of a bundled one
+        return by_path[name]
     if not name:
         raise TargetError(
             f"{where}: the trace names no target (no 'target' or 'source' in its #meta); "
