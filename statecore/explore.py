@@ -16,18 +16,34 @@ state to judge it in.
 
 Successors come from a `statecore.stepcache.SuccessorCache`, which runs an
 action only on a combination of read values it has not met before.
+
+Symmetry reduction is used only where it is sound: `statecore.symmetry_guard`
+checks, as the search goes, that nothing in the system tells its symmetric ids
+apart. If something does, the search starts again without symmetry and the
+report's `notes` say why. A model that misbehaves - an action or a property
+that raises, an action that is not deterministic - stops the search with a
+`statecore.errors.ModelError` carrying the trace that reached the state.
 """
 
 from __future__ import annotations
 
 import builtins
 import gc
+import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .errors import (
+    ActionError,
+    ActionRaisedError,
+    ModelError,
+    NondeterministicActionError,
+    PropertyRaisedError,
+)
 from .properties import (
     EMPTY_MONITOR,
     MonitorState,
@@ -36,9 +52,18 @@ from .properties import (
     advance_monitor,
     pending_hot,
 )
-from .stepcache import SuccessorCache
+from .stepcache import ActionFault, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
-from .system import ActionLabel, Emitted, System, SystemState, SystemStep, TakenTransition
+from .symmetry_guard import Asymmetry, SymmetryGuard
+from .system import (
+    ActionLabel,
+    Emitted,
+    StateView,
+    System,
+    SystemState,
+    SystemStep,
+    TakenTransition,
+)
 from .trace import Trace, TraceStep
 
 HOLDS = "holds"
@@ -49,6 +74,15 @@ UNKNOWN = "unknown"  # the search stopped before it could decide
 Node = tuple[Any, ...]  # (SystemState, monitor state per monitor property...)
 
 _MONITOR_CACHE = 1 << 16  # monitor steps remembered at most
+_MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
+
+# Why a search stopped before it finished (`Report.stop`), in words.
+STOPS = {
+    "violation": "the search stopped at the first violation",
+    "max_states": "the search hit its state bound",
+    "max_memory": "the search hit its memory bound",
+    "interrupted": "the search was interrupted",
+}
 
 
 @dataclass(frozen=True)
@@ -110,6 +144,8 @@ class Report:
     complete: bool
     symmetry: bool
     coverage: tuple[Coverage, ...] = field(default=())
+    stop: str = ""  # why the search stopped early (a key of `STOPS`), "" if it finished
+    notes: tuple[str, ...] = ()  # what the user must know to read the verdicts
 
     @property
     def ok(self) -> bool:
@@ -133,10 +169,19 @@ class Report:
         return tuple(r for r in self.results if not r.ok)
 
 
+class ExplorationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped `explore`; `report` is what was decided so far (stop ``interrupted``)."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__("the search was interrupted")
+        self.report = report
+
+
 def explore(
     system: System,
     *,
     max_states: int | None = None,
+    max_memory: int | None = None,
     symmetry: bool = True,
     stop_on_violation: bool = True,
     properties: tuple[Property, ...] | None = None,
@@ -144,18 +189,32 @@ def explore(
 ) -> Report:
     """Explore `system` breadth-first and judge its properties.
 
-    `max_states` bounds the number of distinct states (the report is then
-    incomplete unless the space was smaller). With `stop_on_violation` the
-    search stops at the first violation; otherwise it runs on and reports
-    the first (shortest) violation of every property.
+    `max_states` bounds the number of distinct states and `max_memory` the
+    process's resident memory in bytes (the report is then incomplete unless
+    the space was smaller). With `stop_on_violation` the search stops at the
+    first violation; otherwise it runs on and reports the first (shortest)
+    violation of every property. Ctrl-C raises `ExplorationInterrupted` with
+    the partial report; a misbehaving model raises `ModelError`.
     """
-    explorer = _Explorer(system, properties, symmetry, max_states, stop_on_violation, progress)
+    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
+        if bound is not None and bound <= 0:
+            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
+    limits = (max_states, max_memory, stop_on_violation, progress)
     # The visited set only grows and holds no cycles: the cyclic collector
     # would rescan it again and again for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return explorer.run()
+        try:
+            return _Explorer(system, properties, symmetry, *limits).run()
+        except Asymmetry as exc:
+            note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
+        try:
+            report = _Explorer(system, properties, False, *limits).run()
+        except ExplorationInterrupted as stopped:
+            stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
+            raise
+        return replace(report, notes=(note, *report.notes))
     finally:
         if enabled:
             gc.enable()
@@ -168,17 +227,23 @@ class _Explorer:
         properties: tuple[Property, ...] | None,
         symmetry: bool,
         max_states: int | None,
+        max_memory: int | None,
         stop_on_violation: bool,
         progress: Callable[[Progress], None] | None,
     ) -> None:
         self.system = system
         self.props = tuple(system.properties if properties is None else properties)
         self.monitors = tuple(p for p in self.props if p.kind == "monitor")
+        self.monitor_ids = tuple(p.id for p in self.monitors)
         self.group: tuple[Renaming, ...] = renamings(system) if symmetry else ({},)
         self.canonicalizer = Canonicalizer(system)
-        self.successors = SuccessorCache(system)
-        self.symmetry = symmetry
+        self.symmetry = symmetry and self.canonicalizer.active
+        self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
+        verify = self.guard.check_run if self.guard is not None else None
+        self.successors = SuccessorCache(system, verify=verify)
         self.max_states = max_states
+        self.max_memory = max_memory
+        self.stop = ""  # why the search stopped early, a key of STOPS
         self.stop_on_violation = stop_on_violation
         self.progress = progress
         self.parents: dict[Node, tuple[Node, ActionLabel] | None] = {}
@@ -206,48 +271,77 @@ class _Explorer:
 
     def run(self) -> Report:
         start = time.perf_counter()
-        level: list[Node] = []
-        for state in self.system.init_states():
-            node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
-            if node not in self.parents:
-                self.parents[node] = None
-                level.append(node)
-                self._check_state(node)
+        try:
+            self._search(start)
+        except KeyboardInterrupt:
+            self.stop = "interrupted"
+            raise ExplorationInterrupted(self._report(False, time.perf_counter() - start)) from None
+        return self._report(self.complete and not self.stop, time.perf_counter() - start)
+
+    def _search(self, start: float) -> None:
+        level = self._initial_nodes()
         self.last_report = start
         depth = 0
-        stopped = False
         while level:
             deeper: list[Node] = []
-            stopped = not self._expand_level(level, depth, deeper, start)
-            if stopped or not deeper:
+            if not self._expand_level(level, depth, deeper, start) or not deeper:
                 break
             # One level deeper: the refusals held back so far have shortest traces.
             if not self._done():
                 self._commit_refusals()
             if self._done():
-                stopped = True
+                self.stop = "violation"
                 break
             level, depth = deeper, depth + 1
-        if not stopped:  # a held-back refusal of an early stop might not be a shortest one
+        if not self.stop:  # a held-back refusal of an early stop might not be a shortest one
             self._commit_refusals()
-        return self._report(self.complete and not stopped, time.perf_counter() - start)
+            if not self.complete:
+                self.stop = "max_states"
+
+    def _initial_nodes(self) -> list[Node]:
+        try:
+            states = self.system.init_states()
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise ActionRaisedError(f"system {self.system.name!r}: init raised {exc!r}") from exc
+        if self.guard is not None:
+            self.guard.check_initial(states)
+        level: list[Node] = []
+        for state in states:
+            node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
+            if node not in self.parents:
+                self.parents[node] = None
+                level.append(node)
+                self._check_state(node)
+        return level
 
     def _expand_level(
         self, level: list[Node], depth: int, deeper: list[Node], start: float
     ) -> bool:
-        """Expand every node of `level` into `deeper`; False if a violation stopped it."""
+        """Expand every node of `level` into `deeper`; False if the search must stop."""
         for index, node in enumerate(level):
             if self._done():
+                self.stop = "violation"
                 return False
             self.depth = depth
             self._expand(node, deeper)
+            if index % _MEMORY_EVERY == 0 and self._out_of_memory():
+                self.stop = "max_memory"
+                return False
             if self.progress is not None and time.perf_counter() - self.last_report > 0.5:
                 self._report_progress(start, depth, len(level) - index - 1 + len(deeper))
         return True
 
+    def _out_of_memory(self) -> bool:
+        return self.max_memory is not None and resident_memory() > self.max_memory
+
     def _expand(self, node: Node, deeper: list[Node]) -> None:
         """Judge `node` where it rests, and queue its new successors in `deeper`."""
-        steps = self.successors(node[0])
+        try:
+            steps = self.successors(node[0])
+        except ActionFault as fault:
+            raise self._fault(node, fault) from fault.cause
         if not any([s.internal for s in steps]):
             self._check_quiescent(node, deadlock=not steps)
         self.transitions += len(steps)
@@ -308,7 +402,7 @@ class _Explorer:
         if found is None:
             if len(self.monitor_steps) >= _MONITOR_CACHE:
                 self.monitor_steps.clear()
-            found = self.monitor_steps[key] = self._step_monitors(monitors, step_)
+            found = self.monitor_steps[key] = self._monitor_step(node, monitors, step_)
         after, refusals = found
         for prop, detail in refusals:
             if prop.id not in self.results:
@@ -328,8 +422,33 @@ class _Explorer:
             self._violate(prop, node, action, detail)
         self.refusals.clear()
 
+    def _monitor_step(
+        self, node: Node, monitors: tuple[MonitorState, ...], step_: SystemStep
+    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
+        """`_step_monitors`, checked for symmetry, with a raising router reported on `node`."""
+        try:
+            after, refusals = self._step_monitors(monitors, step_.outputs)
+            if self.guard is not None:
+                self.guard.check_monitor_step(
+                    self.monitor_ids,
+                    monitors,
+                    step_.outputs,
+                    after,
+                    tuple(p.id for p, _ in refusals),
+                    self._refused_ids,
+                )
+        except _PropertyFault as fault:
+            raise self._property_error(fault, node, step_.action) from fault.cause
+        return after, refusals
+
+    def _refused_ids(
+        self, monitors: tuple[Hashable, ...], outputs: tuple[Hashable, ...]
+    ) -> tuple[tuple[Hashable, ...], tuple[str, ...]]:
+        after, refusals = self._step_monitors(monitors, outputs)  # type: ignore[arg-type]
+        return after, tuple(p.id for p, _ in refusals)
+
     def _step_monitors(
-        self, monitors: tuple[MonitorState, ...], step_: SystemStep
+        self, monitors: tuple[MonitorState, ...], outputs: tuple[Emitted, ...]
     ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
         """Feed a step's outputs to every monitor: the new monitor states and refusals.
 
@@ -341,10 +460,12 @@ class _Explorer:
         refusals: list[tuple[Property, str]] = []
         for prop, state in zip(self.monitors, monitors):
             try:
-                states.append(advance_monitor(prop, state, step_.outputs))
+                states.append(advance_monitor(prop, state, outputs))
             except MonitorViolation as exc:
                 refusals.append((prop, str(exc)))
                 states.append(state)
+            except Exception as exc:
+                raise _PropertyFault(prop, "its router", exc) from exc
         return tuple(states), refusals
 
     # -- judging ---------------------------------------------------------------
@@ -361,35 +482,71 @@ class _Explorer:
 
     def _check_state(self, node: Node) -> None:
         view = self.system.view(node[0])
+        images = self.guard.images(node) if self.guard is not None else ()
         for prop in self.state_props:
             assert prop.predicate is not None
             if prop.id in self.results:  # settled earlier in this loop
                 continue
             if prop.kind == "always":
                 if prop.when is not None:
-                    if not prop.when(view):
+                    if not self._holds(prop, "its condition", prop.when, node, view, images):
                         continue
                     self.when_seen.add(prop.id)
-                if not prop.predicate(view):
+                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
                     self._violate(prop, node, None, "the invariant is false in the last state")
-            elif prop.predicate(view):
+            elif self._holds(prop, "its predicate", prop.predicate, node, view, images):
                 trace = self._trace(node, None, prop, "witness", "reached")
                 self._settle(PropertyResult(prop, HOLDS, trace, "reached"))
+
+    def _holds(
+        self,
+        prop: Property,
+        part: str,
+        predicate: Callable[[StateView], bool],
+        node: Node,
+        view: StateView,
+        images: list[tuple[Renaming, Node]] | tuple[()],
+    ) -> bool:
+        """`predicate` at `node`, the same on every renaming of it when symmetry is on."""
+        system = self.system
+        try:
+            value = bool(predicate(view))
+            if images:
+                assert self.guard is not None
+                self.guard.check_value(
+                    f"{part} of property {prop.id!r}",
+                    lambda image: predicate(system.view(image[0])),
+                    value,
+                    images,
+                )
+        except Asymmetry:
+            raise
+        except Exception as exc:
+            raise self._property_error(_PropertyFault(prop, part, exc), node, None) from exc
+        return value
 
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
         self.quiescent_seen = True
         view = self.system.view(node[0])
+        images = self.guard.images(node) if self.guard is not None else ()
         where = "deadlock" if deadlock else "quiescent state"
         for prop in self.props:
             if prop.id in self.results:
                 continue
             if prop.kind == "eventually":
                 assert prop.predicate is not None
-                if not prop.predicate(view):
+                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
                     self._violate(prop, node, None, f"false at a {where}")
             elif prop.kind == "monitor":
-                index = self.monitors.index(prop)
-                pending = pending_hot(prop, node[1 + index])
+                index = 1 + self.monitors.index(prop)
+                pending = pending_hot(prop, node[index])
+                if self.guard is not None:
+                    self.guard.check_value(
+                        f"monitor {prop.id!r}",
+                        lambda image, p=prop, i=index: pending_hot(p, image[i]),  # type: ignore[misc]
+                        pending,
+                        images,
+                    )
                 if pending:
                     key, state = sorted(pending, key=repr)[0]
                     self._violate(
@@ -405,10 +562,44 @@ class _Explorer:
         trace = self._trace(node, action, prop, VIOLATED, detail)
         self._settle(PropertyResult(prop, VIOLATED, trace, detail))
 
+    # -- a model that misbehaves ------------------------------------------------
+
+    def _fault(self, node: Node, fault: ActionFault) -> ModelError:
+        """The `ModelError` for an action that raised or is not deterministic at `node`."""
+        kind = ActionRaisedError if fault.cause is not None else NondeterministicActionError
+        trace = self._path(node)
+        return kind(
+            f"system {self.system.name!r}: action {fault.label} {fault.problem}; "
+            f"the state is the last of this trace:\n{_indented(trace.table(self.system))}",
+            trace,
+        )
+
+    def _property_error(
+        self, fault: _PropertyFault, node: Node, last: ActionLabel | None
+    ) -> ModelError:
+        trace = self._path(node)
+        where = "in the last state of this trace"
+        if last is not None:
+            where = f"on the outputs of {last}, taken from the last state of this trace"
+        return PropertyRaisedError(
+            f"system {self.system.name!r}: {fault.part} of property {fault.prop.id!r} raised "
+            f"{fault.cause!r} {where}:\n{_indented(trace.table(self.system))}",
+            trace,
+        )
+
+    def _path(self, node: Node) -> Trace:
+        """The trace to `node`, for an error message: no property is judged."""
+        return self._trace(node, None, None, "", "")
+
     # -- traces ----------------------------------------------------------------
 
     def _trace(
-        self, node: Node, last: ActionLabel | None, prop: Property, verdict: str, detail: str
+        self,
+        node: Node,
+        last: ActionLabel | None,
+        prop: Property | None,
+        verdict: str,
+        detail: str,
     ) -> Trace:
         """The concrete path to `node` (then `last`), replayed from the initial state.
 
@@ -441,11 +632,16 @@ class _Explorer:
         # symmetries of its own) and replay a path that does not violate.
         concrete: Node = (state, *(EMPTY_MONITOR for _ in self.monitors))
         for rep, label in zip(chain[:-1], labels):
-            renaming = self._renaming_to(rep, concrete)
-            step_ = self.system.next_step(state, rename(label, renaming))
+            renaming = self._renaming_to(rep, concrete, steps)
+            try:
+                step_ = self.system.next_step(state, rename(label, renaming))
+            except ActionError:
+                raise self._unreplayable(steps, label) from None
             state = step_.state
-            concrete = (state, *self._step_monitors(concrete[1:], step_)[0])
+            concrete = (state, *self._step_monitors(concrete[1:], step_.outputs)[0])
             steps.append(TraceStep(step_.action, step_.actor, state, step_.outputs))
+        if prop is None:
+            return Trace(self.system.name, tuple(steps), "", verdict, detail)
         if prop.kind == "monitor" and verdict == VIOLATED and self.symmetry:
             # The detail was worded on a renamed state; word it on the real path.
             from .replay import judge
@@ -453,47 +649,30 @@ class _Explorer:
             detail = judge(self.system, prop, steps)[1] or detail
         return Trace(self.system.name, tuple(steps), prop.id, verdict, detail)
 
-    def _renaming_to(self, rep: Node, concrete: Node) -> Renaming:
+    def _renaming_to(self, rep: Node, concrete: Node, steps: list[TraceStep]) -> Renaming:
         for renaming in self.group:
             if rename_state(self.system, rep, renaming) == concrete:
                 return renaming
-        raise AssertionError(
-            f"system {self.system.name!r} is not symmetric in its ids: rerun with "
-            f"symmetry off (--no-symmetry) or mark its Keys symmetric=False"
+        raise self._unreplayable(steps[:-1], steps[-1].action)
+
+    def _unreplayable(self, steps: list[TraceStep], label: ActionLabel | None) -> ModelError:
+        """Replaying the search's own path went elsewhere: some action is not deterministic."""
+        trace = Trace(self.system.name, tuple(steps))
+        return NondeterministicActionError(
+            f"system {self.system.name!r}: replaying the search's path, action {label} did "
+            "not do what it did during the search; an action must be a function of what it "
+            "reads through its Tx (no clock, random or state kept outside the model). "
+            f"The path up to it:\n{_indented(trace.table(self.system))}",
+            trace,
         )
 
     # -- the report ------------------------------------------------------------
 
     def _report(self, complete: bool, seconds: float) -> Report:
-        results: list[PropertyResult] = []
-        for prop in self.props:
-            found = self.results.get(prop.id)
-            if found is not None:
-                results.append(found)
-            elif not complete and self._done():
-                results.append(PropertyResult(prop, UNKNOWN, None, "search stopped early"))
-            elif prop.kind == "always" and prop.when is not None and prop.id not in self.when_seen:
-                # Vacuity is a claim about every reachable state: only a
-                # complete search can make it.
-                verdict = VACUOUS if complete else UNKNOWN
-                results.append(PropertyResult(prop, verdict, None, "its condition is never true"))
-            elif prop.kind == "sometimes":
-                verdict = VACUOUS if complete else UNKNOWN
-                results.append(
-                    PropertyResult(prop, verdict, None, "no reachable state satisfies it")
-                )
-            elif prop.kind in ("eventually", "monitor") and not self.quiescent_seen:
-                verdict = VACUOUS if complete else UNKNOWN
-                results.append(
-                    PropertyResult(prop, verdict, None, "no quiescent state was reached")
-                )
-            else:
-                detail = "" if complete else "no violation within the explored states"
-                verdict = HOLDS if complete else UNKNOWN
-                results.append(PropertyResult(prop, verdict, None, detail))
+        results = tuple(self._verdict(prop, complete) for prop in self.props)
         return Report(
             self.system,
-            tuple(results),
+            results,
             len(self.parents),
             self.transitions,
             self.depth,
@@ -501,7 +680,25 @@ class _Explorer:
             complete,
             self.symmetry,
             self._coverage(),
+            "" if complete else self.stop,
         )
+
+    def _verdict(self, prop: Property, complete: bool) -> PropertyResult:
+        """The verdict on `prop` once the search is over (or stopped)."""
+        found = self.results.get(prop.id)
+        if found is not None:
+            return found
+        if not complete:
+            # Holding, and vacuity alike, are claims about every reachable
+            # state: only a complete search can make them.
+            return PropertyResult(prop, UNKNOWN, None, f"undecided: {STOPS[self.stop]}")
+        if prop.kind == "always" and prop.when is not None and prop.id not in self.when_seen:
+            return PropertyResult(prop, VACUOUS, None, "its condition is never true")
+        if prop.kind == "sometimes":
+            return PropertyResult(prop, VACUOUS, None, "no reachable state satisfies it")
+        if prop.kind in ("eventually", "monitor") and not self.quiescent_seen:
+            return PropertyResult(prop, VACUOUS, None, "no quiescent state was reached")
+        return PropertyResult(prop, HOLDS, None, "")
 
     def _coverage(self) -> tuple[Coverage, ...]:
         counts: Counter[tuple[str, str]] = Counter()
@@ -520,8 +717,38 @@ class _Explorer:
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     """Every reachable system state (a convenience for tests and tools)."""
     report_states: set[Hashable] = set()
-    explorer = _Explorer(system, (), symmetry, None, False, None)
-    explorer.run()
+    explorer = _Explorer(system, (), symmetry, None, None, False, None)
+    try:
+        explorer.run()
+    except Asymmetry:
+        explorer = _Explorer(system, (), False, None, None, False, None)
+        explorer.run()
     for node in explorer.parents:
         report_states.add(node[0])
     return report_states
+
+
+class _PropertyFault(Exception):
+    """A property's predicate, condition or router raised; `part` says which."""
+
+    def __init__(self, prop: Property, part: str, cause: Exception) -> None:
+        super().__init__(f"{part} of property {prop.id!r} raised {cause!r}")
+        self.prop = prop
+        self.part = part
+        self.cause = cause
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def resident_memory() -> int:
+    """The process's resident memory in bytes (its peak where the current is not known)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024

@@ -15,12 +15,18 @@ share their slot and global objects.
 Values are told apart by equality, as the explorer's visited set tells states
 apart. An action that looks at the whole state (`Tx.before`, or `Tx.result()`
 inside the action) reads everything: such a run is used but not cached.
+
+The cache is only as good as that premise, so it is checked where it costs
+least: each attempt the cache learns from is run twice, and two runs that
+differ (an action reading a clock, `random` or a counter of its own) stop the
+search with `ActionFault`. So does an action that raises. A `verify` hook
+(the symmetry guard) sees every real run too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
 
 from .system import (
     ActionLabel,
@@ -36,6 +42,63 @@ from .system import (
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
+
+
+class Run(NamedTuple):
+    """What one run of an attempt did: everything the cache and its checks compare.
+
+    `outcome` is None for a disabled attempt, else the slots and globals
+    written (by index), the outputs and the machine transitions taken.
+    """
+
+    reads: tuple[tuple[Location, Any], ...]
+    outcome: (
+        tuple[
+            tuple[tuple[int, Slot], ...],
+            tuple[tuple[int, Hashable], ...],
+            tuple[Emitted, ...],
+            tuple[TakenTransition, ...],
+        ]
+        | None
+    )
+    whole: bool  # the run looked at the whole state: it cannot be cached
+
+
+class ActionFault(Exception):
+    """An attempt raised, or two runs of it on one state differed.
+
+    The explorer turns it into a `statecore.errors.ModelError` with the trace
+    that reached `state`.
+    """
+
+    def __init__(
+        self, label: ActionLabel, state: SystemState, problem: str, cause: BaseException | None
+    ) -> None:
+        super().__init__(f"{label}: {problem}")
+        self.label = label
+        self.state = state
+        self.problem = problem
+        self.cause = cause
+
+
+def run_attempt(system: System, index: int, state: SystemState) -> Run:
+    """Run attempt `index` of `system` once on `state`; raise `ActionFault` if it raises."""
+    action, args, kwargs = system._attempts[index]
+    tx = Tx(system, state)
+    try:
+        action.run(tx, **kwargs)
+    except _Disabled:
+        return Run(tuple(tx._reads()), None, tx._whole)
+    except Exception as exc:
+        label = ActionLabel(action.name, args)
+        raise ActionFault(label, state, f"raised {exc!r}", exc) from exc
+    slot_writes, value_writes = tx._writes()
+    outcome = (slot_writes, value_writes, tuple(tx._outputs), tuple(tx._taken))
+    return Run(tuple(tx._reads()), outcome, tx._whole)
+
+
+# Called with (attempt index, state, run) after every real run of an attempt.
+Verify = Callable[[int, SystemState, Run], None]
 
 _new = tuple.__new__
 
@@ -117,12 +180,16 @@ class SuccessorCache:
     run directly every time.
     """
 
-    def __init__(self, system: System, max_nodes: int = 1 << 21) -> None:
+    def __init__(
+        self, system: System, max_nodes: int = 1 << 21, verify: Verify | None = None
+    ) -> None:
         self.system = system
         self._attempts = system._attempts
         self._labels = system.labels()
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
         self._room = max_nodes
+        self._verify = verify
+        self.runs = 0  # real runs of an attempt (each learned path is run twice)
 
     def __call__(self, state: SystemState) -> list[SystemStep]:
         """Every enabled action in `state` with the step it makes, as `System.successors`."""
@@ -142,36 +209,42 @@ class SuccessorCache:
         return steps
 
     def _learn(self, index: int, state: SystemState) -> _Leaf | _Mark:
-        """Run attempt `index` on `state`, and remember the path it took."""
-        action, _, kwargs = self._attempts[index]
-        tx = Tx(self.system, state)
+        """Run attempt `index` on `state` (twice: it must be deterministic) and remember it."""
+        run = run_attempt(self.system, index, state)
+        again = run_attempt(self.system, index, state)
+        self.runs += 2
+        if again != run:
+            raise ActionFault(
+                self._labels[index],
+                state,
+                "is not deterministic: two runs on the same state differ "
+                f"({_difference(run, again)}); an action must be a function of what it "
+                "reads through its Tx (no clock, random or state kept outside the model)",
+                None,
+            )
+        if self._verify is not None:
+            self._verify(index, state, run)
         leaf: _Leaf | _Mark
-        try:
-            action.run(tx, **kwargs)
-        except _Disabled:
+        if run.outcome is None:
             leaf = _OFF
         else:
-            slot_writes, value_writes = tx._writes()
-            outputs, taken = tuple(tx._outputs), tuple(tx._taken)
-            leaf = _Leaf(
-                self._labels[index],
-                action.actor,
-                action.internal,
-                slot_writes,
-                value_writes,
-                outputs,
-                taken,
-            )
-        if not tx._whole and self._room > 0:
-            self._insert(index, tx._reads(), leaf)
+            action = self._attempts[index][0]
+            leaf = _Leaf(self._labels[index], action.actor, action.internal, *run.outcome)
+        if not run.whole and self._room > 0:
+            self._insert(index, state, list(run.reads), leaf)
         return leaf
 
-    def _insert(self, index: int, reads: list[tuple[Location, Any]], leaf: _Leaf | _Mark) -> None:
+    def _insert(
+        self,
+        index: int,
+        state: SystemState,
+        reads: list[tuple[Location, Any]],
+        leaf: _Leaf | _Mark,
+    ) -> None:
         """Add the path `reads` -> `leaf` to the tree of attempt `index`.
 
         A path that disagrees with the tree (another location read after the
-        same values) comes from an action that is not deterministic; it is
-        left out, and that action is run each time it gets there.
+        same values) comes from an action that is not deterministic.
         """
         parent: dict[Any, _Node] | None = None
         key: Any = None
@@ -181,7 +254,13 @@ class SuccessorCache:
                 node = _Probe(location)
                 self._attach(index, parent, key, node)
             if not isinstance(node, _Probe) or node.location != location:
-                return
+                raise ActionFault(
+                    self._labels[index],
+                    state,
+                    "is not deterministic: after reading the same values it read another "
+                    "location than on an earlier state",
+                    None,
+                )
             parent, key = node.branches, value
             node = parent.get(value, _UNKNOWN)
         if node is _UNKNOWN:
@@ -193,3 +272,17 @@ class SuccessorCache:
             self._roots[index] = node
         else:
             parent[key] = node
+
+
+def _difference(first: Run, second: Run) -> str:
+    """Which part of two runs of one attempt differs, in words."""
+    if first.reads != second.reads:
+        return "they read different locations or values"
+    if (first.outcome is None) != (second.outcome is None):
+        return "one was enabled and the other disabled"
+    assert first.outcome is not None and second.outcome is not None
+    parts = ("slots written", "globals written", "outputs", "transitions taken")
+    for part, a, b in zip(parts, first.outcome, second.outcome):
+        if a != b:
+            return f"the {part} differ: {a!r} then {b!r}"
+    return "they looked at the whole state differently"

@@ -188,6 +188,7 @@ class Canonicalizer:
         self._orderings: dict[tuple[tuple[int, ...], tuple[int, ...]], list[tuple[int, ...]]] = {}
         # Per tuple of slots: the renamings to try, each with the slots it makes.
         self._options: dict[tuple[Slot, ...], list[tuple[_Plan, tuple[Slot, ...]]]] = {}
+        self._others: list[_Plan] | None = None  # every renaming but the identity
 
     @property
     def active(self) -> bool:
@@ -212,6 +213,17 @@ class Canonicalizer:
             if best is None or h < best_hash:
                 best, best_hash = candidate, h
         return best
+
+    def images(self, node: Any) -> list[tuple[Renaming, Any]]:
+        """`node` under every renaming of the ids but the identity, with the renaming."""
+        if self._others is None:
+            combos = itertools.product(
+                *(itertools.permutations(range(keys.size)) for keys in self.groups)
+            )
+            plans = (self._plan(combo) for combo in combos)
+            self._others = [plan for plan in plans if not plan.identity]
+        slots = node[0].slots
+        return [(plan.renaming, plan.apply(node, plan.slots(slots))) for plan in self._others]
 
     def _options_for(self, slots: tuple[Slot, ...]) -> list[tuple[_Plan, tuple[Slot, ...]]]:
         """The renamings the signatures of `slots` leave to try, with the slots each makes."""

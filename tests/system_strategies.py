@@ -19,7 +19,11 @@ fails) and then built (`build_system`). Guarantees, by construction:
 
 Every predicate, action and monitor treats the ids of a `Keys` set alike, so
 the systems are symmetric: exploring with and without symmetry reduction must
-give the same verdicts.
+give the same verdicts. With ``systems(naming=True)`` some of them do not: an
+initial state that spawns one id, an action enabled for one id only (in its
+code, or through a parameter domain holding one id), a predicate about one
+id's instance, a monitor that only watches one id. Symmetry reduction must then
+still give the verdicts of the full search.
 
 Importers: ``from system_strategies import systems, SystemSpec, build_system``.
 """
@@ -27,7 +31,7 @@ Importers: ``from system_strategies import systems, SystemSpec, build_system``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from hypothesis import strategies as st
@@ -96,6 +100,8 @@ class ActionSpec:
     fresh: bool = True  # spawn: only when no live instance
     counted: bool = False  # spawn/count: require counter < bound and increment
     emit: str = ""  # the action itself emits out(emit)
+    only: int | None = None  # enabled for this id (index into the keys) only, in its code
+    domain: int | None = None  # the parameter's domain holds this id only
 
 
 @dataclass(frozen=True)
@@ -103,16 +109,21 @@ class PredSpec:
     """``measure op threshold``: the count of live instances of `component` in
     `state` (any state when empty), or the global's value (the FIFO's length)."""
 
-    measure: Literal["count", "global"]
+    measure: Literal["count", "global", "key"]
     component: str
     state: str
     op: Literal["<=", ">="]
     threshold: int
+    key: int = 0  # measure "key": 1 if this id's instance is live (in `state`), else 0
 
     def value(self, view: StateView) -> int:
         if self.measure == "global":
             value: Any = view.get("g")
             return len(value) if isinstance(value, tuple) else int(value)
+        if self.measure == "key":
+            keys = view.system.component(self.component).key_values
+            snap = view.snapshot(self.component, keys[self.key])
+            return int(snap is not None and (not self.state or snap.state == self.state))
         return sum(
             1 for _, snap in view.live(self.component) if not self.state or snap.state == self.state
         )
@@ -134,6 +145,7 @@ class PropertySpec:
 class MonitorSpec:
     id: str
     machine: MachineSpec  # events are output names
+    only: str = ""  # watch only the outputs of instances with this key (e.g. "k1")
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,7 @@ class SystemSpec:
     actions: tuple[ActionSpec, ...]
     properties: tuple[PropertySpec, ...]
     monitors: tuple[MonitorSpec, ...]
+    init_spawn: tuple[tuple[str, int], ...] = ()  # (component, id index) spawned by init
 
 
 # -- building -------------------------------------------------------------------
@@ -164,8 +177,17 @@ def build_machine(spec: MachineSpec) -> Machine:
     )
 
 
-def _run(spec: ActionSpec, glob: GlobalSpec | None) -> Any:
+def _run(spec: ActionSpec, glob: GlobalSpec | None, keys: Keys | None = None) -> Any:
     """The `Action.run` function of `spec`."""
+    if spec.only is not None and keys is not None:
+        plain = _run(replace(spec, only=None), glob)
+        chosen = keys.values[spec.only % keys.size]
+
+        def run_only(tx: Tx, k: Hashable) -> None:
+            tx.require(k == chosen)
+            plain(tx, k)
+
+        return run_only
     comp, event = spec.component, spec.event
 
     def counted(tx: Tx) -> None:
@@ -242,17 +264,22 @@ def _run(spec: ActionSpec, glob: GlobalSpec | None) -> Any:
 
 
 def build_action(spec: ActionSpec, keys: Mapping[str, Keys], glob: GlobalSpec | None) -> Action:
-    params: dict[str, Keys] = {}
+    params: dict[str, Keys | tuple[Hashable, ...]] = {}
+    own = keys.get(spec.component)
     if spec.op in ("spawn", "fire", "retire", "push"):
-        params["k"] = keys[spec.component]
-    return Action(
-        spec.name, spec.actor, _run(spec, glob), params, internal=spec.internal, doc=spec.op
-    )
+        assert own is not None
+        params["k"] = own
+        if spec.domain is not None:
+            params["k"] = (own.values[spec.domain % own.size],)
+    run = _run(spec, glob, own if "k" in params else None)
+    return Action(spec.name, spec.actor, run, params, internal=spec.internal, doc=spec.op)
 
 
-def monitor_route(events: tuple[str, ...]) -> Any:
+def monitor_route(events: tuple[str, ...], only: str = "") -> Any:
     def route(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
         if emitted.output.name not in events:
+            return None
+        if only and (emitted.source is None or str(emitted.source.key) != only):
             return None
         key = SYSTEM_KEY if emitted.source is None else emitted.source
         return key, emitted.output.name, {}
@@ -271,15 +298,21 @@ def build_property(spec: PropertySpec) -> Property:
 
 def build_monitor(spec: MonitorSpec) -> Property:
     machine = build_machine(spec.machine)
-    route = monitor_route(spec.machine.events)
+    route = monitor_route(spec.machine.events, spec.only)
     return monitor(spec.id, "outputs follow the monitor", machine, route)
 
 
 def build_system(spec: SystemSpec) -> System:
     """The `System` described by `spec`, with its properties and monitors."""
     keys = {c.name: Keys(c.keys, c.size) for c in spec.components}
+
+    def init(tx: Tx) -> None:
+        for component, index in spec.init_spawn:
+            tx.spawn(component, keys[component].values[index % keys[component].size])
+
     return System(
         "random",
+        init=init if spec.init_spawn else None,
         components=[
             Component(c.name, build_machine(c.machine), keys[c.name], c.max_generations)
             for c in spec.components
@@ -364,8 +397,11 @@ def pred_specs(
 
 
 @st.composite
-def systems(draw: st.DrawFn, symmetric_pair: bool = False) -> SystemSpec:
-    """A random small bounded system; with `symmetric_pair`, some `Keys` set has two ids."""
+def systems(draw: st.DrawFn, symmetric_pair: bool = False, naming: bool = False) -> SystemSpec:
+    """A random small bounded system; with `symmetric_pair`, some `Keys` set has two ids.
+
+    With `naming`, parts of the system may tell ids apart (see the module docstring).
+    """
     n_components = draw(st.integers(1, 2))
     shared = n_components == 2 and draw(st.booleans())
     components: list[ComponentSpec] = []
@@ -435,4 +471,49 @@ def systems(draw: st.DrawFn, symmetric_pair: bool = False) -> SystemSpec:
             )
         )
         monitors.append(MonitorSpec("mon", machine))
-    return SystemSpec(comps, glob, tuple(actions), tuple(properties), tuple(monitors))
+    spec = SystemSpec(comps, glob, tuple(actions), tuple(properties), tuple(monitors))
+    return draw(naming_ids(spec)) if naming else spec
+
+
+@st.composite
+def naming_ids(draw: st.DrawFn, spec: SystemSpec) -> SystemSpec:
+    """`spec` with one or more of its parts made to tell ids apart."""
+    comps = spec.components
+    index = st.integers(0, 1)
+    actions = list(spec.actions)
+    for i, action in enumerate(actions):
+        if action.op in ("spawn", "fire", "retire", "push") and draw(st.integers(0, 2)) == 0:
+            if draw(st.booleans()):
+                actions[i] = replace(action, only=draw(index))
+            else:
+                actions[i] = replace(action, domain=draw(index))
+    properties = list(spec.properties)
+    for i, prop in enumerate(properties):
+        if draw(st.booleans()):
+            comp = draw(st.sampled_from(comps))
+            pred = PredSpec(
+                "key",
+                comp.name,
+                draw(st.sampled_from(("", *comp.machine.state_names))),
+                draw(st.sampled_from(("<=", ">="))),
+                draw(st.integers(0, 1)),
+                draw(index) % comp.size,
+            )
+            properties[i] = replace(prop, pred=pred)
+    monitors = tuple(
+        replace(m, only=f"{comps[0].keys}{draw(index) % comps[0].size}")
+        if draw(st.booleans())
+        else m
+        for m in spec.monitors
+    )
+    init_spawn: tuple[tuple[str, int], ...] = ()
+    if draw(st.integers(0, 2)) == 0:
+        comp = draw(st.sampled_from(comps))
+        init_spawn = ((comp.name, draw(index) % comp.size),)
+    return replace(
+        spec,
+        actions=tuple(actions),
+        properties=tuple(properties),
+        monitors=monitors,
+        init_spawn=init_spawn,
+    )

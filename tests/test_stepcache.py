@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system, systems
 
 from statecore import Event, Machine, State, Transition, out
-from statecore.stepcache import SuccessorCache
-from statecore.system import Action, Component, Global, Keys, System, SystemState, Tx
+from statecore.stepcache import ActionFault, SuccessorCache
+from statecore.system import Action, ActionLabel, Component, Global, Keys, System, SystemState, Tx
 
 KEYS = Keys("k", 2)
 TOGGLE = Machine(
@@ -85,11 +85,13 @@ def test_a_path_seen_once_never_runs_the_action_again() -> None:
     cache = SuccessorCache(system)
     states = closure(system, cache)
     assert len(states) == 2 * 2 * 4
-    # Each flip(k) reads one slot (two values), count reads n (four values).
-    assert runs == {"flip": 2 * 2, "count": 4}
+    # Each flip(k) reads one slot (two values), count reads n (four values);
+    # each path is run twice when it is learned, to check it is deterministic.
+    assert runs == {"flip": 2 * 2 * 2, "count": 4 * 2}
+    assert cache.runs == sum(runs.values())
     for state in states:
         cache(state)
-    assert runs == {"flip": 2 * 2, "count": 4}
+    assert runs == {"flip": 2 * 2 * 2, "count": 4 * 2}
     assert_agrees(system, cache)
 
 
@@ -98,7 +100,8 @@ def test_an_action_reading_the_whole_state_is_run_every_time() -> None:
     system = toggles(runs, whole_state=True)
     cache = SuccessorCache(system)
     states = closure(system, cache)
-    assert runs["flip"] == 2 * len(states)
+    # Two flips per state, each run twice (the determinism check), every time.
+    assert runs["flip"] == 2 * 2 * len(states)
     assert_agrees(system, cache)
 
 
@@ -117,6 +120,8 @@ def test_an_action_that_raises_raises_every_time() -> None:
     cache = SuccessorCache(system)
     (state,) = system.init_states()
     for _ in range(2):
-        with pytest.raises(RuntimeError, match="model bug"):
+        with pytest.raises(ActionFault, match="model bug") as raised:
             cache(state)
+        assert isinstance(raised.value.cause, RuntimeError)
+        assert raised.value.label == ActionLabel("boom") and raised.value.state == state
     assert cache(state._replace(values=(1,))) == []

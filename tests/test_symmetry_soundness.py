@@ -1,0 +1,247 @@
+"""Symmetry reduction never changes a verdict, even when the model tells its ids apart.
+
+Each concrete case below is a system where one part names a single id of a
+symmetric `Keys` set. Reduction alone (the guard switched off) gives a false
+verdict on it - the tests show that too, so the cases really are adversarial -
+and `explore` must give the verdicts of the full search, with a note saying
+symmetry was turned off and why. The differential test then does the same on
+random systems against the brute-force oracle of `test_explore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from system_strategies import SystemSpec, build_system, systems
+from test_explore import brute_force, check_report, check_trace_shows
+
+from statecore import Event, Machine, State, Transition, out
+from statecore import explore as explore_module
+from statecore.explore import HOLDS, UNKNOWN, VIOLATED, Report, explore
+from statecore.properties import always, monitor, sometimes
+from statecore.system import Action, Component, Emitted, Global, Keys, ModelValue, System, Tx
+
+WORKERS = Keys("worker", 2)
+W0, W1 = WORKERS.values
+
+WORKER = Machine(
+    "worker",
+    states=[State("idle", initial=True), State("busy"), State("done", final=True)],
+    events=[Event("acquire"), Event("finish")],
+    transitions=[
+        Transition("idle", "acquire", "busy", emit=[out("acquired")]),
+        Transition("busy", "finish", "done", emit=[out("finished")]),
+    ],
+)
+
+
+def acquire_first(tx: Tx, w: Hashable) -> None:
+    tx.require(tx.get("first") is None)
+    tx.require(tx.fire(("worker", w), "acquire").accepted)
+    tx.set("first", w)
+
+
+def finish(tx: Tx, w: Hashable) -> None:
+    tx.require(tx.fire(("worker", w), "finish").accepted)
+
+
+def spawn_all(tx: Tx) -> None:
+    for w in WORKERS.values:
+        tx.spawn("worker", w)
+
+
+def workers(
+    *properties: Any,
+    init: Any = spawn_all,
+    acquire: Any = acquire_first,
+    domain: Keys | tuple[Hashable, ...] = WORKERS,
+) -> System:
+    """Two interchangeable workers; the first to acquire is recorded."""
+    return System(
+        "workers",
+        components=[Component("worker", WORKER, WORKERS)],
+        globals=[Global("first", None)],
+        actions=[
+            Action("acquire", "scheduler", acquire, {"w": domain}),
+            Action("finish", "scheduler", finish, {"w": WORKERS}),
+        ],
+        init=init,
+        properties=properties,
+    )
+
+
+def unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reduction as it was before the guard: every check passes."""
+
+    def no_guard(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    monkeypatch.setattr(explore_module, "SymmetryGuard", no_guard)
+
+
+def same_verdicts(system: System) -> Report:
+    """The reduced report, after checking it against the full search."""
+    full = explore(system, symmetry=False, stop_on_violation=False)
+    reduced = explore(system, symmetry=True, stop_on_violation=False)
+    for a, b in zip(full.results, reduced.results):
+        assert (a.property.id, a.verdict) == (b.property.id, b.verdict)
+        if b.trace is not None:
+            assert a.trace is not None and len(a.trace) == len(b.trace)
+        if b.verdict == VIOLATED:
+            check_trace_shows(system, b)
+    return reduced
+
+
+# -- the cases of the report --------------------------------------------------------
+
+
+W1_NEVER_FIRST = always(
+    "w1_never_first", "worker1 never acquires first", lambda v: v.get("first") != W1
+)
+
+
+def test_a_property_naming_one_id_is_not_passed_by_reduction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    system = workers(W1_NEVER_FIRST)
+    report = same_verdicts(system)
+    assert report.result("w1_never_first").verdict == VIOLATED
+    assert not report.symmetry
+    (note,) = report.notes
+    assert "symmetry reduction off" in note and "w1_never_first" in note
+    assert "worker0 and worker1 swapped" in note
+    # Without the guard, reduction alone reports a false PASS or a bogus trace.
+    unguarded(monkeypatch)
+    bare = explore(system, symmetry=True, stop_on_violation=False)
+    result = bare.result("w1_never_first")
+    assert (
+        result.verdict == HOLDS
+        or result.trace is None
+        or result.trace.actions
+        != (
+            report.result("w1_never_first").trace.actions  # type: ignore[union-attr]
+        )
+    )
+
+
+@pytest.mark.parametrize("victim", [W0, W1])
+def test_a_counterexample_always_violates_its_property(victim: ModelValue) -> None:
+    never = always(
+        "never_starts",
+        f"{victim} never acquires",
+        lambda v: v.snapshot("worker", victim).state == "idle",
+    )
+    report = same_verdicts(workers(never))
+    result = report.result("never_starts")
+    assert result.verdict == VIOLATED and result.trace is not None
+    assert result.trace.actions[0].arg("w") == victim
+
+
+def test_an_initial_state_that_names_one_id_turns_symmetry_off() -> None:
+    only_w0 = workers(
+        sometimes("w1_busy", "worker1 gets busy", lambda v: _state(v, W1) == "busy"),
+        init=lambda tx: tx.spawn("worker", W0),
+    )
+    report = same_verdicts(only_w0)
+    assert report.result("w1_busy").verdict != HOLDS
+    assert "initial state" in report.notes[0]
+
+
+def test_an_action_enabled_for_one_id_in_its_code_turns_symmetry_off() -> None:
+    def w0_only(tx: Tx, w: Hashable) -> None:
+        tx.require(w == W0)
+        acquire_first(tx, w)
+
+    system = workers(
+        sometimes("w1_first", "worker1 can acquire first", lambda v: v.get("first") == W1),
+        acquire=w0_only,
+    )
+    report = same_verdicts(system)
+    assert report.result("w1_first").verdict != HOLDS
+    assert "action acquire(w=worker1)" in report.notes[0] or "acquire(w=worker0)" in report.notes[0]
+
+
+def test_a_parameter_domain_with_one_id_turns_symmetry_off() -> None:
+    system = workers(
+        sometimes("w1_first", "worker1 can acquire first", lambda v: v.get("first") == W1),
+        domain=(W0,),
+    )
+    report = same_verdicts(system)
+    assert report.result("w1_first").verdict != HOLDS
+    assert "not every id" in report.notes[0]
+
+
+def test_a_monitor_watching_one_id_turns_symmetry_off() -> None:
+    def only_w1(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
+        if emitted.source is None or emitted.source.key != W1:
+            return None
+        return emitted.source, emitted.output.name, {}
+
+    watcher = Machine(
+        "w1_watch",
+        states=[State("waiting", initial=True), State("seen")],
+        events=[Event("acquired"), Event("finished")],
+        transitions=[
+            Transition("waiting", "acquired", "seen"),
+            Transition("waiting", "finished", "waiting"),
+        ],
+    )
+    # Refuses `finished` from worker1: only a monitor step on worker1's outputs fails.
+    system = workers(monitor("w1_no_finish", "worker1 never finishes", watcher, only_w1))
+    report = same_verdicts(system)
+    assert report.result("w1_no_finish").verdict == VIOLATED
+    assert report.notes and "w1_no_finish" in report.notes[0]
+
+
+def test_a_symmetric_system_keeps_its_reduction() -> None:
+    anyone = sometimes(
+        "someone_first", "some worker acquires first", lambda v: v.get("first") is not None
+    )
+    report = same_verdicts(workers(anyone))
+    assert report.symmetry and report.notes == ()
+    full = explore(workers(anyone), symmetry=False, stop_on_violation=False)
+    assert report.states < full.states
+
+
+def test_stop_on_violation_with_an_id_naming_property_reports_a_real_trace() -> None:
+    report = explore(workers(W1_NEVER_FIRST))
+    result = report.result("w1_never_first")
+    assert result.verdict == VIOLATED
+    check_trace_shows(report.system, result)
+
+
+def _state(view: Any, w: ModelValue) -> str | None:
+    snap = view.snapshot("worker", w)
+    return None if snap is None else str(snap.state)
+
+
+# -- the differential test -------------------------------------------------------------
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(systems(symmetric_pair=True, naming=True))
+def test_reduction_matches_brute_force_when_ids_are_named(spec: SystemSpec) -> None:
+    system = build_system(spec)
+    oracle = brute_force(system)
+    plain = check_report(system, oracle, explore(system, symmetry=False, stop_on_violation=False))
+    reduced = explore(system, symmetry=True, stop_on_violation=False)
+    assert check_report(system, oracle, reduced) == plain
+    assert reduced.symmetry or reduced.notes
+    first = explore(system, symmetry=True)
+    for result in first.results:
+        expected, length = plain[result.property.id]
+        if result.verdict == VIOLATED:
+            assert expected == VIOLATED and result.trace is not None
+            assert len(result.trace) == length
+            check_trace_shows(system, result)
+        elif first.complete:
+            assert result.verdict == expected
+        else:
+            assert result.verdict in (UNKNOWN, expected)
