@@ -134,8 +134,8 @@ class SymmetryGuard:
         for renaming, image in images:
             if bool(judge(image)) != truth:
                 raise Asymmetry(
-                    f"{what} tells symmetric ids apart: it is {truth} in a reachable state "
-                    f"and {not truth} in the same state with {_names(renaming)}"
+                    f"{what} tells symmetric ids apart: its value in a reachable state "
+                    f"changes with {_names(renaming)}"
                 )
 
     def check_monitor_step(
