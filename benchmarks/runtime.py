@@ -1,33 +1,79 @@
-"""Runtime speed: statecore `Instance` against pytransitions, python-statemachine
-and a hand-written class, side by side in one process.
+"""Runtime speed and memory: statecore `Instance` against pytransitions,
+python-statemachine and a hand-written class, side by side in one process.
 
 The lifecycle is the same in all four: a sender-generation-like machine
 ``idle -> queued -> in_flight -> sent`` with ``cancel`` from any non-final
 state, one guard (``put`` only when ``ok``) and one effect (count the puts).
-Each measured cycle creates an instance and drives it to a final state; per
-fire and per creation figures are derived from the same runs, the best of
-several repeats, so background noise inflates nothing.
+One cycle drives an instance to ``sent`` with four fires: ``enqueue``,
+``begin``, ``put(ok=False)`` (refused by the guard), ``put(ok=True)``.
 
-Run: ``python benchmarks/runtime.py [--quick]``. The last line is
-``RESULT fire_speedup_vs_transitions=<x> create_speedup_vs_transitions=<x>
-fire_slowdown_vs_handwritten=<x>``.
+Fires are timed directly: instances are created first, outside the clock,
+then each is driven through one cycle; a figure is the best of several
+repeats divided by the fires made. Three workloads:
+
+* warm: the same payloads every cycle, so statecore serves each fire from its
+  memo;
+* cold: statecore's memo is cleared before each cycle, so each fire runs
+  `step` (the clearing is inside the clock); the others have no memo, so
+  their figure is the warm one;
+* distinct: ``put`` also carries ``nbytes``, an unbounded int that differs on
+  every fire, so statecore computes each ``put`` (and remembers nothing).
+
+Creation compares equal work: an instance of a machine defined once
+(statecore `Instance(machine)` against pytransitions' ``add_model`` on a shared
+machine), a machine defined per instance (statecore ``Machine`` build plus
+`Instance` against pytransitions' ``Machine(model=...)``), and the one-off
+definition itself. Memory: the RSS and the memo's size sampled over a run of
+fires with payloads that never repeat; it must stop growing once the memo is
+full (`statecore.runtime.CACHE_LIMIT` entries per machine).
+
+Run: ``python benchmarks/runtime.py [--quick]``. The last line is ``RESULT
+warm_speedup_vs_transitions=<x> distinct_speedup_vs_transitions=<x>
+warm_slowdown_vs_handwritten=<x>``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
+import resource
 import threading
-import timeit
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from statecore import Event, Field, Instance, Machine, State, Transition, Var
+from statecore import runtime as sc_runtime
 
 FIRES_PER_CYCLE = 4  # enqueue, begin, put(ok=False) (refused by the guard), put(ok=True)
 
+Drive = Callable[[Any, int], None]
 
-def statecore_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
-    machine = Machine(
+
+@dataclass
+class Impl:
+    """How one implementation defines, creates and drives the lifecycle."""
+
+    build: Callable[[bool], Any]  # distinct payloads? -> the shared definition
+    create: Callable[[Any], Any]  # shared definition -> instance
+    create_own: Callable[[], Any] | None  # an instance with a definition of its own
+    drive: Drive  # instance, cycle number -> one cycle
+    drive_distinct: Drive  # the same, with ``nbytes`` different on every put
+    clear: Callable[[Any], None] | None = None  # forget computed steps (statecore)
+
+
+# -- statecore --------------------------------------------------------------------
+
+
+def sender_machine(distinct: bool = False) -> Machine:
+    """The lifecycle; with `distinct`, ``put`` also carries an unbounded ``nbytes``."""
+    put_fields = [Field("ok", (True, False))]
+    if distinct:
+        put_fields.append(Field("nbytes", sample=(0, 4096), type=int))
+    return Machine(
         "sender",
         states=[
             State("idle", initial=True),
@@ -37,12 +83,7 @@ def statecore_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
             State("cancelled", final=True),
         ],
         variables=[Var("puts", range(2), 0)],
-        events=[
-            Event("enqueue"),
-            Event("begin"),
-            Event("put", [Field("ok", (True, False))]),
-            Event("cancel"),
-        ],
+        events=[Event("enqueue"), Event("begin"), Event("put", put_fields), Event("cancel")],
         transitions=[
             Transition("idle", "enqueue", "queued"),
             Transition("queued", "begin", "in_flight"),
@@ -50,99 +91,151 @@ def statecore_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
                 "in_flight",
                 "put",
                 "sent",
-                guard=lambda s, p: p["ok"],
+                guard=(lambda s, p: p["ok"] and p["nbytes"] >= 0)
+                if distinct
+                else (lambda s, p: p["ok"]),
                 effect=lambda s, p: {"puts": s.puts + 1},
             ),
             Transition(("idle", "queued", "in_flight"), "cancel", "cancelled"),
         ],
     )
 
-    def create() -> Instance:
-        return Instance(machine)
 
-    def drive(inst: Instance) -> None:
+def statecore_impl() -> Impl:
+    def drive(inst: Instance, i: int) -> None:
         inst.fire("enqueue")
         inst.fire("begin")
         inst.fire("put", ok=False)
         inst.fire("put", ok=True)
 
-    return create, drive
+    def drive_distinct(inst: Instance, i: int) -> None:
+        inst.fire("enqueue")
+        inst.fire("begin")
+        inst.fire("put", ok=False, nbytes=2 * i)
+        inst.fire("put", ok=True, nbytes=2 * i + 1)
+
+    return Impl(
+        build=sender_machine,
+        create=Instance,
+        create_own=lambda: Instance(sender_machine()),
+        drive=drive,
+        drive_distinct=drive_distinct,
+        clear=sc_runtime.clear_memo,
+    )
 
 
-def transitions_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
+# -- pytransitions ------------------------------------------------------------------
+
+STATES = ["idle", "queued", "in_flight", "sent", "cancelled"]
+TABLE: list[dict[str, Any]] = [
+    {"trigger": "enqueue", "source": "idle", "dest": "queued"},
+    {"trigger": "begin", "source": "queued", "dest": "in_flight"},
+    {
+        "trigger": "put",
+        "source": "in_flight",
+        "dest": "sent",
+        "conditions": "is_ok",
+        "after": "count_put",
+    },
+    {"trigger": "cancel", "source": ["idle", "queued", "in_flight"], "dest": "cancelled"},
+]
+
+
+class TModel:
+    """The pytransitions model: the guard and the effect as methods."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+
+    def is_ok(self, ok: bool = False, nbytes: int = 0) -> bool:
+        return ok and nbytes >= 0
+
+    def count_put(self, ok: bool = False, nbytes: int = 0) -> None:
+        self.puts += 1
+
+
+def drive_named(obj: Any, i: int) -> None:
+    """One cycle through methods named after the events (pytransitions, hand-written)."""
+    obj.enqueue()
+    obj.begin()
+    obj.put(ok=False)
+    obj.put(ok=True)
+
+
+def drive_named_distinct(obj: Any, i: int) -> None:
+    obj.enqueue()
+    obj.begin()
+    obj.put(ok=False, nbytes=2 * i)
+    obj.put(ok=True, nbytes=2 * i + 1)
+
+
+def transitions_impl() -> Impl:
     from transitions import Machine as TMachine
 
-    class Model:
-        def __init__(self) -> None:
-            self.puts = 0
+    def build(distinct: bool = False) -> Any:
+        return TMachine(model=None, states=STATES, transitions=TABLE, initial="idle")
 
-        def is_ok(self, ok: bool = False) -> bool:
-            return ok
-
-        def count_put(self, ok: bool = False) -> None:
-            self.puts += 1
-
-    states = ["idle", "queued", "in_flight", "sent", "cancelled"]
-    table = [
-        {"trigger": "enqueue", "source": "idle", "dest": "queued"},
-        {"trigger": "begin", "source": "queued", "dest": "in_flight"},
-        {
-            "trigger": "put",
-            "source": "in_flight",
-            "dest": "sent",
-            "conditions": "is_ok",
-            "after": "count_put",
-        },
-        {"trigger": "cancel", "source": ["idle", "queued", "in_flight"], "dest": "cancelled"},
-    ]
-
-    def create() -> Any:
-        model = Model()
-        TMachine(model=model, states=states, transitions=table, initial="idle")
+    def create(shared: Any) -> TModel:
+        model = TModel()
+        shared.add_model(model)
         return model
 
-    def drive(model: Any) -> None:
-        model.enqueue()
-        model.begin()
-        model.put(ok=False)
-        model.put(ok=True)
+    def create_own() -> TModel:
+        model = TModel()
+        TMachine(model=model, states=STATES, transitions=TABLE, initial="idle")
+        return model
 
-    return create, drive
+    return Impl(build, create, create_own, drive_named, drive_named_distinct)
 
 
-def python_statemachine_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
+# -- python-statemachine ------------------------------------------------------------
+
+
+def python_statemachine_impl() -> Impl:
     from statemachine import State as PState
     from statemachine import StateMachine
 
-    class Sender(StateMachine):  # type: ignore[misc]
-        allow_event_without_transition = True  # a refused put is not an error
-        idle = PState(initial=True)
-        queued = PState()
-        in_flight = PState()
-        sent = PState(final=True)
-        cancelled = PState(final=True)
-        enqueue = idle.to(queued)
-        begin = queued.to(in_flight)
-        put = in_flight.to(sent, cond="is_ok")
-        cancel = idle.to(cancelled) | queued.to(cancelled) | in_flight.to(cancelled)
+    def build(distinct: bool = False) -> Any:
+        class Sender(StateMachine):  # type: ignore[misc]
+            allow_event_without_transition = True  # a refused put is not an error
+            idle = PState(initial=True)
+            queued = PState()
+            in_flight = PState()
+            sent = PState(final=True)
+            cancelled = PState(final=True)
+            enqueue = idle.to(queued)
+            begin = queued.to(in_flight)
+            put = in_flight.to(sent, cond="is_ok")
+            cancel = idle.to(cancelled) | queued.to(cancelled) | in_flight.to(cancelled)
 
-        def __init__(self) -> None:
-            self.puts = 0
-            super().__init__()
+            def __init__(self) -> None:
+                self.puts = 0
+                super().__init__()
 
-        def is_ok(self, ok: bool = False) -> bool:
-            return ok
+            def is_ok(self, ok: bool = False, nbytes: int = 0) -> bool:
+                return ok and nbytes >= 0
 
-        def on_put(self) -> None:
-            self.puts += 1
+            def on_put(self) -> None:
+                self.puts += 1
 
-    def drive(sm: Any) -> None:
+        return Sender
+
+    def drive(sm: Any, i: int) -> None:
         sm.send("enqueue")
         sm.send("begin")
         sm.send("put", ok=False)
         sm.send("put", ok=True)
 
-    return Sender, drive
+    def drive_distinct(sm: Any, i: int) -> None:
+        sm.send("enqueue")
+        sm.send("begin")
+        sm.send("put", ok=False, nbytes=2 * i)
+        sm.send("put", ok=True, nbytes=2 * i + 1)
+
+    return Impl(build, lambda cls: cls(), None, drive, drive_distinct)
+
+
+# -- hand-written -------------------------------------------------------------------
 
 
 class HandWritten:
@@ -174,9 +267,9 @@ class HandWritten:
                 return True
             return False
 
-    def put(self, ok: bool) -> bool:
+    def put(self, ok: bool, nbytes: int = 0) -> bool:
         with self._lock:
-            if self.state == "in_flight" and ok:
+            if self.state == "in_flight" and ok and nbytes >= 0:
                 self.state = "sent"
                 self.puts += 1
                 return True
@@ -190,75 +283,226 @@ class HandWritten:
             return False
 
 
-def handwritten_impl() -> tuple[Callable[[], Any], Callable[[Any], None]]:
-    def drive(obj: HandWritten) -> None:
-        obj.enqueue()
-        obj.begin()
-        obj.put(ok=False)
-        obj.put(ok=True)
-
-    return HandWritten, drive
+def handwritten_impl() -> Impl:
+    return Impl(lambda d: None, lambda _: HandWritten(), None, drive_named, drive_named_distinct)
 
 
-def measure(
-    create: Callable[[], Any], drive: Callable[[Any], None], number: int, repeat: int
-) -> tuple[float, float]:
-    """Return (µs per fire, µs per creation), best of `repeat` runs."""
-
-    def create_only() -> None:
-        create()
-
-    def cycle() -> None:
-        drive(create())
-
-    create_s = min(timeit.repeat(create_only, number=number, repeat=repeat)) / number
-    cycle_s = min(timeit.repeat(cycle, number=number, repeat=repeat)) / number
-    fire_s = max(cycle_s - create_s, 1e-12) / FIRES_PER_CYCLE
-    return fire_s * 1e6, create_s * 1e6
-
-
-def check_equivalence() -> None:
-    """All four implementations end in the same state with one put counted."""
-    for name, factory in IMPLS.items():
-        create, drive = factory()
-        obj = create()
-        drive(obj)
-        state = obj.current_state_value if hasattr(obj, "current_state_value") else obj.state
-        puts = obj.snapshot.puts if isinstance(obj, Instance) else obj.puts
-        if str(state) not in ("sent",) or puts != 1:
-            raise SystemExit(f"{name}: ended in {state!r} with puts={puts}, expected sent/1")
-
-
-IMPLS: dict[str, Callable[[], tuple[Callable[[], Any], Callable[[Any], None]]]] = {
+IMPLS: dict[str, Callable[[], Impl]] = {
     "statecore": statecore_impl,
     "transitions": transitions_impl,
     "python-statemachine": python_statemachine_impl,
     "hand-written": handwritten_impl,
 }
+SLOW = ("transitions", "python-statemachine")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations")
-    args = parser.parse_args()
-    check_equivalence()
-    fast_n, slow_n, repeat = (2_000, 200, 3) if args.quick else (50_000, 2_000, 5)
-    results: dict[str, tuple[float, float]] = {}
-    print(f"{'implementation':<22}{'µs/fire':>10}{'µs/create':>12}")
+# -- measuring ----------------------------------------------------------------------
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Keep the collector out of a timed loop (as `timeit` does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def best(run: Callable[[], float], repeat: int) -> float:
+    """The least of `repeat` runs: noise only ever adds time."""
+    return min(run() for _ in range(repeat))
+
+
+def time_fires(impl: Impl, workload: str, cycles: int, repeat: int) -> float:
+    """µs per fire of `workload` on instances created beforehand."""
+    drive = impl.drive_distinct if workload == "distinct" else impl.drive
+    clear = impl.clear if workload == "cold" else None
+    counter = iter(range(1 << 62))  # cycle numbers, never repeated across repeats
+
+    def run() -> float:
+        shared = impl.build(workload == "distinct")  # a fresh one: add_model accumulates
+        drive(impl.create(shared), next(counter))  # warms caches and the memo
+        objs = [impl.create(shared) for _ in range(cycles)]
+        numbers = [next(counter) for _ in range(cycles)]
+        with no_gc():
+            started = time.perf_counter()
+            if clear is None:
+                for obj, i in zip(objs, numbers):
+                    drive(obj, i)
+            else:
+                for obj, i in zip(objs, numbers):
+                    clear(shared)
+                    drive(obj, i)
+            elapsed = time.perf_counter() - started
+        return elapsed / (cycles * FIRES_PER_CYCLE) * 1e6
+
+    return best(run, repeat)
+
+
+def time_calls(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """µs per call of `fn`."""
+
+    def run() -> float:
+        with no_gc():
+            started = time.perf_counter()
+            for _ in range(number):
+                fn()
+            return (time.perf_counter() - started) / number * 1e6
+
+    return best(run, repeat)
+
+
+def time_creation(impl: Impl, number: int, repeat: int) -> tuple[float, float, float]:
+    """µs per instance of a shared definition, per instance with its own, per definition."""
+    shared = impl.build(False)
+    few = max(number // 50, 20)
+    instance = time_calls(lambda: impl.create(shared), number, repeat)
+    own = time_calls(impl.create_own, few, repeat) if impl.create_own else 0.0
+    definition = time_calls(lambda: impl.build(False), few, repeat)
+    return instance, own, definition
+
+
+def check_equivalence() -> None:
+    """All four implementations end in ``sent`` with one put counted, both workloads."""
     for name, factory in IMPLS.items():
-        create, drive = factory()
-        number = slow_n if name in ("transitions", "python-statemachine") else fast_n
-        results[name] = measure(create, drive, number, repeat)
-        fire_us, create_us = results[name]
-        print(f"{name:<22}{fire_us:>10.3f}{create_us:>12.3f}")
-    sc_fire, sc_create = results["statecore"]
-    tr_fire, tr_create = results["transitions"]
-    hw_fire, _ = results["hand-written"]
-    print(
-        f"RESULT fire_speedup_vs_transitions={tr_fire / sc_fire:.1f} "
-        f"create_speedup_vs_transitions={tr_create / sc_create:.1f} "
-        f"fire_slowdown_vs_handwritten={sc_fire / hw_fire:.2f}"
+        impl = factory()
+        for distinct in (False, True):
+            obj = impl.create(impl.build(distinct))
+            (impl.drive_distinct if distinct else impl.drive)(obj, 7)
+            if isinstance(obj, Instance):
+                state, puts = obj.state, obj.snapshot.puts
+            else:
+                state = getattr(obj, "current_state_value", getattr(obj, "state", None))
+                puts = obj.puts
+            if str(state) != "sent" or puts != 1:
+                raise SystemExit(f"{name}: ended in {state!r} with puts={puts}, expected sent/1")
+
+
+# -- memory -------------------------------------------------------------------------
+
+
+def rss_mb() -> float:
+    """The process's resident set size now (Linux), else its peak so far."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def wide_machine(values: int) -> Machine:
+    """One event whose finite domain is wider than the memo bound."""
+    return Machine(
+        "wide",
+        states=[State("open", initial=True)],
+        events=[Event("slot", [Field("n", range(values))])],
+        transitions=[Transition("open", "slot", None)],
     )
+
+
+MemoryWorkload = tuple[str, Machine, Callable[[Instance, int], object]]
+
+
+def memory_workloads(wide_values: int) -> list[MemoryWorkload]:
+    """Fires whose payloads never repeat (the last one cycles through a wide domain)."""
+    sender = sender_machine()
+    distinct = sender_machine(distinct=True)
+    return [
+        (
+            "unbounded nbytes=i",
+            distinct,
+            lambda inst, i: inst.fire("put", ok=True, nbytes=i),
+        ),
+        ("out-of-domain ok=i", sender, lambda inst, i: inst.fire("put", ok=i)),
+        (
+            f"domain of {wide_values:,}",
+            wide_machine(wide_values),
+            lambda inst, i: inst.fire("slot", n=i % wide_values),
+        ),
+    ]
+
+
+def memory_profile(
+    fires: int, samples: int, wide_values: int
+) -> list[tuple[str, list[tuple[int, float, int]]]]:
+    """(workload, [(fires so far, RSS MB, memo entries)]) sampled `samples` + 1 times."""
+    profiles = []
+    for name, machine, fire in memory_workloads(wide_values):
+        inst = Instance(machine)
+        if machine.name == "sender":
+            inst.fire("enqueue")
+            inst.fire("begin")  # in_flight: where put is fired
+        rows = [(0, rss_mb(), sc_runtime.memo_size(machine))]
+        step = fires // samples
+        for done in range(step, fires + 1, step):
+            for i in range(done - step, done):
+                if fire(inst, i) and machine.name == "sender":
+                    inst = Instance(machine)  # accepted: a new request, back in flight
+                    inst.fire("enqueue")
+                    inst.fire("begin")
+            rows.append((done, rss_mb(), sc_runtime.memo_size(machine)))
+        profiles.append((name, rows))
+    return profiles
+
+
+# -- report -------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    args = parser.parse_args(argv)
+    check_equivalence()
+    if args.quick:
+        fast, slow, repeat, fires, wide = 500, 50, 2, 20_000, 5_000
+    else:
+        fast, slow, repeat, fires, wide = 50_000, 2_000, 5, 1_000_000, 200_000
+    results: dict[str, Any] = {"fire": {}, "create": {}}
+    print(
+        f"{'µs per fire':<22}{'warm':>10}{'cold':>10}{'distinct':>10}"
+        f"   {'µs per create:':<15}{'instance':>9}{'own machine':>13}{'definition':>12}"
+    )
+    for name, factory in IMPLS.items():
+        impl = factory()
+        cycles = slow if name in SLOW else fast
+        warm = time_fires(impl, "warm", cycles, repeat)
+        cold = time_fires(impl, "cold", cycles, repeat) if impl.clear else warm
+        distinct = time_fires(impl, "distinct", cycles, repeat)
+        instance, own, definition = time_creation(impl, cycles, repeat)
+        results["fire"][name] = (warm, cold, distinct)
+        results["create"][name] = (instance, own, definition)
+        print(
+            f"{name:<22}{warm:>10.3f}{cold:>10.3f}{distinct:>10.3f}"
+            f"   {'':<15}{instance:>9.2f}{_or_dash(own):>13}{definition:>12.1f}"
+        )
+    print("cold: statecore clears its memo once per four fires; the others have no memo")
+    print(f"\nRSS over {fires:,} fires with payloads that never repeat (memo bound {_limit()})")
+    profiles = memory_profile(fires, 4, wide)
+    results["memory"] = profiles
+    for name, rows in profiles:
+        cells = "  ".join(f"{done:>9,}: {rss:6.1f} MB {memo:>6,} memo" for done, rss, memo in rows)
+        print(f"  {name:<20}{cells}")
+    sc_warm, _, sc_distinct = results["fire"]["statecore"]
+    tr_warm, _, tr_distinct = results["fire"]["transitions"]
+    hw_warm = results["fire"]["hand-written"][0]
+    print(
+        f"RESULT warm_speedup_vs_transitions={tr_warm / sc_warm:.1f} "
+        f"distinct_speedup_vs_transitions={tr_distinct / sc_distinct:.1f} "
+        f"warm_slowdown_vs_handwritten={sc_warm / hw_warm:.2f}"
+    )
+    return results
+
+
+def _or_dash(value: float) -> str:
+    return f"{value:.1f}" if value else "—"
+
+
+def _limit() -> str:
+    return f"{sc_runtime.CACHE_LIMIT:,} entries per machine"
 
 
 if __name__ == "__main__":

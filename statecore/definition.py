@@ -29,9 +29,12 @@ import builtins
 import keyword
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .errors import InvalidNameError, PolicyError
+
+if TYPE_CHECKING:
+    from .runtime import Memo
 
 Policy = Literal["reject", "ignore", "error"]
 POLICIES: tuple[str, ...] = ("reject", "ignore", "error")
@@ -130,8 +133,35 @@ class State:
     doc: str = ""
 
 
-def _as_tuple(values: Iterable[Hashable]) -> tuple[Hashable, ...]:
-    return tuple(values)
+def parts(items: object) -> tuple[Any, ...]:
+    """`items` as a tuple; one part given alone (a string, a `State`) is one item.
+
+    Validation then reports a part of the wrong type by name, rather than
+    the characters of a string or a raw ``TypeError``.
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        return (items,)
+    return tuple(items)
+
+
+def _as_values(values: object) -> tuple[tuple[Hashable, ...], str]:
+    """`values` as a tuple, and what is wrong with them ("" if nothing).
+
+    A definition part cannot name its machine, so a wrong domain is kept as
+    a problem text for validation to report with the machine's name.
+    """
+    if isinstance(values, (str, bytes)):
+        return (), (
+            f"is the string {values!r}, which would be the one-letter values "
+            f"{list(values)!r}; write ({values!r},) for one value"
+        )
+    if not isinstance(values, Iterable):
+        hint = f"range({values!r})" if isinstance(values, int) else "(a, b, ...)"
+        return (), (
+            f"is {values!r} (type {type(values).__name__}), not a collection of "
+            f"values; write {hint}"
+        )
+    return tuple(values), ""
 
 
 @dataclass(frozen=True)
@@ -142,14 +172,17 @@ class Var:
     domain: tuple[Hashable, ...]
     default: Hashable
     doc: str = ""
+    problem: str = field(default="", init=False, repr=False, compare=False)
 
     def __init__(
         self, name: str, domain: Iterable[Hashable], default: Hashable, doc: str = ""
     ) -> None:
+        values, problem = _as_values(domain)
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "domain", _as_tuple(domain))
+        object.__setattr__(self, "domain", values)
         object.__setattr__(self, "default", default)
         object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "problem", problem and f"domain {problem}")
 
 
 @dataclass(frozen=True)
@@ -166,6 +199,7 @@ class Field:
     sample: tuple[Hashable, ...] | None = None
     type: builtins.type | None = None
     doc: str = ""
+    problem: str = field(default="", init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -176,11 +210,19 @@ class Field:
         type: builtins.type | None = None,
         doc: str = "",
     ) -> None:
+        problems: list[str] = []
+        for kind, values in (("domain", domain), ("sample", sample)):
+            if values is None:
+                object.__setattr__(self, kind, None)
+                continue
+            kept, problem = _as_values(values)
+            object.__setattr__(self, kind, kept)
+            if problem:
+                problems.append(f"{kind} {problem}")
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "domain", None if domain is None else _as_tuple(domain))
-        object.__setattr__(self, "sample", None if sample is None else _as_tuple(sample))
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "problem", "; ".join(problems))
 
     @property
     def bounded(self) -> bool:
@@ -208,6 +250,7 @@ class Event:
     fields: tuple[Field, ...] = ()
     policy: Policy = "reject"
     doc: str = ""
+    pure: bool = True
     _field_names: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __init__(
@@ -216,12 +259,17 @@ class Event:
         fields: Iterable[Field] = (),
         policy: Policy = "reject",
         doc: str = "",
+        *,
+        pure: bool = True,
     ) -> None:
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "fields", tuple(fields))
+        object.__setattr__(self, "fields", parts(fields))
         object.__setattr__(self, "policy", policy)
         object.__setattr__(self, "doc", doc)
-        object.__setattr__(self, "_field_names", frozenset(f.name for f in self.fields))
+        object.__setattr__(self, "pure", pure)
+        # A field that is not a `Field` is reported by validation, with the machine.
+        names = frozenset(f.name for f in self.fields if isinstance(f, Field))
+        object.__setattr__(self, "_field_names", names)
         if policy not in POLICIES:
             raise PolicyError(f"event {name!r}: policy {policy!r} is not one of {list(POLICIES)}")
 
@@ -229,6 +277,18 @@ class Event:
     def field_names(self) -> frozenset[str]:
         """The names of the payload fields."""
         return self._field_names
+
+
+def _as_emit(emit: object) -> Any:
+    """A static `emit` as a tuple: one `Output` is one output, a string stays whole.
+
+    Validation reports anything in the tuple that is not an `Output`.
+    """
+    if callable(emit):
+        return emit
+    if isinstance(emit, (Output, str, bytes)) or not isinstance(emit, Iterable):
+        return (emit,)
+    return tuple(emit)
 
 
 def _callable_label(fn: object, fallback: str) -> str:
@@ -279,7 +339,7 @@ class Transition:
         object.__setattr__(self, "target", target)
         object.__setattr__(self, "guard", guard)
         object.__setattr__(self, "effect", effect)
-        object.__setattr__(self, "emit", emit if callable(emit) else tuple(emit))
+        object.__setattr__(self, "emit", _as_emit(emit))
         object.__setattr__(
             self, "guard_label", guard_label or (guard and _callable_label(guard, "guard")) or ""
         )
@@ -299,6 +359,19 @@ class Transition:
         if self.effect_label:
             text += f" / {self.effect_label}"
         return text
+
+
+class FieldCheck(NamedTuple):
+    """What a payload field accepts: a finite domain, else instances of `types`.
+
+    ``allowed`` is the domain as a set (``None`` for an unbounded field),
+    ``types`` the accepted types of an unbounded field (``None``: anything).
+    """
+
+    name: str
+    allowed: frozenset[Hashable] | None
+    domain: tuple[Hashable, ...]
+    types: tuple[builtins.type, ...] | None
 
 
 class Compiled(NamedTuple):
@@ -324,7 +397,12 @@ class Machine:
     Build one with the constructor; it raises a `DefinitionError` subclass
     naming the culprit and the fix if the definition is inconsistent. The
     finite-domain checks (non-determinism, effects leaving a domain) explore
-    the reachable snapshots up to `check_limit`.
+    the reachable snapshots up to `check_limit` (a positive number); stopping
+    there with snapshots left unchecked issues a `ValidationLimitWarning`.
+
+    ``pure=False`` says guards, effects or emitters read more than the
+    snapshot and the payload: the runtime then never remembers an outcome of
+    this machine (see `Event` for one event).
     """
 
     name: str
@@ -334,6 +412,7 @@ class Machine:
     variables: tuple[Var, ...] = ()
     doc: str = ""
     check_limit: int = 200_000
+    pure: bool = True
     # Derived, filled in by __post_init__.
     initial: State = field(init=False, repr=False)
     snapshot_class: type[Snapshot] = field(init=False, repr=False)
@@ -343,7 +422,8 @@ class Machine:
     dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(init=False, repr=False)
     initial_snap: Snapshot = field(init=False, repr=False)
     cacheable_events: frozenset[str] = field(init=False, repr=False)
-    outcome_cache: dict[Any, Any] = field(init=False, repr=False)
+    payload_domains: Mapping[str, tuple[FieldCheck, ...]] = field(init=False, repr=False)
+    outcome_cache: Memo = field(init=False, repr=False)
     reachable_snapshots: frozenset[Snapshot] = field(init=False, repr=False)
 
     def __init__(
@@ -356,16 +436,18 @@ class Machine:
         variables: Iterable[Var] = (),
         doc: str = "",
         check_limit: int = 200_000,
+        pure: bool = True,
     ) -> None:
         from .validation import validate
 
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "states", tuple(states))
-        object.__setattr__(self, "events", tuple(events))
-        object.__setattr__(self, "transitions", tuple(transitions))
-        object.__setattr__(self, "variables", tuple(variables))
+        object.__setattr__(self, "states", parts(states))
+        object.__setattr__(self, "events", parts(events))
+        object.__setattr__(self, "transitions", parts(transitions))
+        object.__setattr__(self, "variables", parts(variables))
         object.__setattr__(self, "doc", doc)
         object.__setattr__(self, "check_limit", check_limit)
+        object.__setattr__(self, "pure", pure)
         validate(self)
 
     # -- construction helpers used by validation ---------------------------

@@ -9,52 +9,129 @@ their listeners may run in either order.
 
 Whether a missing transition raises is the event's policy: ``reject`` and
 ``ignore`` return an outcome (fail open, never raise into a request),
-``error`` raises `TransitionError`.
+``error`` raises `TransitionError`. A payload value outside its field's
+domain never takes a transition (see `statecore.semantics`).
 
-Because `step` is pure and a finite machine has finitely many snapshots,
-the runtime remembers what it computed: each snapshot seen becomes a node
-whose edges map an event (and its payload) to the outcome and the next node.
-A lifecycle's steps are computed once per process and then looked up, which
-makes `fire` cheap enough for a per-request hot path. Events with an
-unbounded payload field (a float, say) are always computed. At most
-`CACHE_LIMIT` nodes are kept per machine.
+The memo. Because `step` is pure and a finite machine has finitely many
+snapshots, the runtime remembers what it computed: each snapshot seen becomes
+a node whose edges map an event (and its payload, with the values' types, so
+1 and True differ) to the outcome and the next node. A lifecycle's steps are
+computed once per process and then looked up, which makes `fire` cheap enough
+for a per-request hot path. Only declared values are remembered: events with
+an unbounded field (a float, say), payloads outside the domains and events or
+machines declared ``pure=False`` are computed on every fire. A machine's memo
+holds at most `CACHE_LIMIT` entries, snapshots and steps together; past that,
+new steps are computed and not kept, so memory stays bounded whatever the
+payloads.
+
+The contract. Guards, effects and emitters must be pure functions of the
+snapshot and the payload; one that reads a clock or counts calls would be
+remembered with the result of its first call. Declare such an event (or the
+whole machine) ``pure=False``. `verify_memo` (or ``STATECORE_VERIFY_MEMO=N``
+in the environment, as statecore's own test suite sets) re-runs `step` on
+every N-th memo hit and raises `ImpureCallbackError` naming the guard or
+effect whose result changed.
+
+Re-entrancy and listeners. A guard, effect or emitter that fires on the
+instance it is a step of raises `ReentrantFireError` (it would otherwise
+deadlock on the instance's lock). A listener may fire. Every listener runs
+even when one raises; their exceptions are then raised together as one
+`ListenerError`, after the transition was committed.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from .definition import Machine, Snapshot
-from .semantics import ACCEPTED, Outcome, check_fire, enabled, step
+from .errors import ImpureCallbackError, ListenerError, ReentrantFireError, StatecoreError
+from .semantics import ACCEPTED, Outcome, check_fire, enabled, payload_fault, step
 
 Listener = Callable[["Instance", Outcome], None]
 
-CACHE_LIMIT = 65_536
+CACHE_LIMIT = 65_536  # memo entries per machine: snapshots and remembered steps together
+
+_get_ident = threading.get_ident
+_STORE = threading.Lock()  # guards memo insertions (rare: at most CACHE_LIMIT per machine)
+_LISTENERS = threading.Lock()  # guards listener registration, never held while a step runs
 
 
 class _Node:
-    """A snapshot in the machine's lazily built graph of computed steps."""
+    """A snapshot in the machine's lazily built graph of computed steps.
 
-    __slots__ = ("edges", "snapshot")
+    A shared node is in the machine's memo and collects edges; a private one
+    (the memo is full, or the snapshot is unhashable) never does.
+    """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    __slots__ = ("edges", "shared", "snapshot")
+
+    def __init__(self, snapshot: Snapshot, shared: bool) -> None:
         self.snapshot = snapshot
+        self.shared = shared
         self.edges: dict[object, tuple[Outcome, _Node]] = {}
 
 
+class Memo(dict[Snapshot, _Node]):
+    """A machine's memo: snapshot -> node, with the count of entries (nodes and edges)."""
+
+    __slots__ = ("entries", "initial")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries = 0
+        self.initial: _Node | None = None
+
+
+def memo_size(machine: Machine) -> int:
+    """How many entries (snapshots and remembered steps) `machine`'s memo holds."""
+    memo = machine.outcome_cache
+    return memo.entries
+
+
+def clear_memo(machine: Machine) -> None:
+    """Forget every remembered step of `machine`; instances keep their snapshots."""
+    memo = machine.outcome_cache
+    with _STORE:
+        for node in memo.values():
+            node.shared = False
+            node.edges = {}
+        memo.clear()
+        memo.entries = 0
+        memo.initial = None
+
+
+def _same_types(a: Snapshot, b: Snapshot) -> bool:
+    """Whether two equal snapshots hold values of the same types (1 and True do not)."""
+    return a is b or tuple(map(type, a)) == tuple(map(type, b))
+
+
 def _node(machine: Machine, snapshot: Snapshot) -> _Node:
-    """The shared node for `snapshot`, or a private one once the cache is full."""
-    nodes: dict[Snapshot, _Node] = machine.outcome_cache
+    """The shared node for exactly `snapshot`, or a private one where none can be shared."""
+    memo = machine.outcome_cache
     try:
-        node = nodes.get(snapshot)
-    except TypeError:  # an unhashable value in a variable: a private, uncached node
-        return _Node(snapshot)
+        node = memo.get(snapshot)
+    except TypeError:  # an unhashable value in a variable
+        return _Node(snapshot, False)
     if node is None:
-        node = _Node(snapshot)
-        if len(nodes) < CACHE_LIMIT:
-            nodes[snapshot] = node
+        if memo.entries >= CACHE_LIMIT:
+            return _Node(snapshot, False)
+        fresh = _Node(snapshot, True)
+        with _STORE:
+            node = memo.setdefault(snapshot, fresh)
+            if node is fresh:
+                memo.entries += 1
+    return node if _same_types(node.snapshot, snapshot) else _Node(snapshot, False)
+
+
+def _initial(machine: Machine) -> _Node:
+    """The node of the initial snapshot, looked up once per memo."""
+    memo = machine.outcome_cache
+    node = _node(machine, machine.initial_snap)
+    if node.shared:
+        memo.initial = node
     return node
 
 
@@ -65,13 +142,34 @@ def _edge(
     outcome = step(machine, node.snapshot, event, payload)
     target = node if outcome[1] is node.snapshot else _node(machine, outcome[1])
     entry = (outcome, target)
-    if event in machine.cacheable_events:
-        key = _key(event, payload)
-        try:
-            node.edges[key] = entry
-        except TypeError:  # an unhashable payload value: not cacheable
-            pass
+    if node.shared and event in machine.cacheable_events:
+        _remember(machine, node, event, payload, entry)
     return entry
+
+
+def _remember(
+    machine: Machine,
+    node: _Node,
+    event: str,
+    payload: dict[str, Any],
+    entry: tuple[Outcome, _Node],
+) -> None:
+    """Keep `entry` as an edge of `node` if the payload is declared and the memo has room.
+
+    Out-of-domain values are never kept: there are infinitely many of them.
+    """
+    memo = machine.outcome_cache
+    if memo.entries >= CACHE_LIMIT or (payload and payload_fault(machine, event, payload)):
+        return
+    key = _key(event, payload)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable payload value
+        return
+    with _STORE:
+        if memo.entries < CACHE_LIMIT and node.shared and key not in node.edges:
+            node.edges[key] = entry
+            memo.entries += 1
 
 
 def _key(event: str, payload: dict[str, Any]) -> object:
@@ -106,7 +204,9 @@ def remembered_step(
 class Instance:
     """A running machine: ``Instance(machine).fire("event", field=value)``."""
 
-    __slots__ = ("__weakref__", "_listeners", "_lock", "_node", "machine")
+    # `_owner` is set (to a thread id) only while that thread runs a step.
+    __slots__ = ("__weakref__", "_listeners", "_lock", "_node", "_owner", "machine")
+    _owner: int | None
 
     def __init__(
         self,
@@ -115,7 +215,10 @@ class Instance:
         listeners: tuple[Listener, ...] = (),
     ) -> None:
         self.machine = machine
-        self._node = _node(machine, machine.initial_snap if snapshot is None else snapshot)
+        if snapshot is None:
+            self._node = machine.outcome_cache.initial or _initial(machine)
+        else:
+            self._node = _node(machine, snapshot)
         self._lock = threading.Lock()
         self._listeners = tuple(listeners)
 
@@ -138,7 +241,7 @@ class Instance:
         """Fire `event` with `payload`; return the outcome under the event's policy.
 
         Listeners are called with ``(instance, outcome)`` after an accepted
-        transition has been committed.
+        transition has been committed; see `ListenerError` for when they raise.
         """
         # `_key`, inlined: this is the hot path.
         if not payload:
@@ -149,7 +252,9 @@ class Instance:
         else:
             key = (event, *payload.items(), *map(type, payload.values()))
         lock = self._lock
-        lock.acquire()  # not `with`: its __enter__/__exit__ calls cost as much as the lookup
+        # Not `with`: its __enter__/__exit__ calls cost as much as the lookup.
+        if not lock.acquire(False):
+            self._wait(lock)
         try:
             node = self._node
             try:
@@ -157,14 +262,91 @@ class Instance:
             except TypeError:  # an unhashable payload value
                 entry = None
             if entry is None:
-                entry = _edge(self.machine, node, event, payload)
+                entry = self._step(node, event, payload)
             outcome, self._node = entry
         finally:
             lock.release()
         if self._listeners and outcome[0] is ACCEPTED:
-            for listener in self._listeners:
-                listener(self, outcome)
+            self._notify(outcome)
         return outcome
+
+    def _fire_verified(self, event: str, /, **payload: Any) -> Outcome:
+        """`fire`, re-running `step` on sampled memo hits (`verify_memo`)."""
+        key = _key(event, payload)
+        lock = self._lock
+        if not lock.acquire(False):
+            self._wait(lock)
+        try:
+            node = self._node
+            try:
+                entry = node.edges.get(key)
+            except TypeError:  # an unhashable payload value
+                entry = None
+            if entry is None:
+                entry = self._step(node, event, payload)
+            elif _sampled():
+                self._verify(node, event, payload, entry[0])
+            outcome, self._node = entry
+        finally:
+            lock.release()
+        if self._listeners and outcome[0] is ACCEPTED:
+            self._notify(outcome)
+        return outcome
+
+    def _wait(self, lock: threading.Lock) -> None:
+        """Block for `lock`, unless this thread holds it: then a callback is firing."""
+        if getattr(self, "_owner", None) == _get_ident():
+            raise ReentrantFireError(
+                f"machine {self.machine.name!r}: a guard, effect or emitter fired on "
+                f"the instance it is a step of ({self._node.snapshot!r}); a step must "
+                f"not fire, so return the change instead, or fire from a listener"
+            )
+        lock.acquire()
+
+    def _step(self, node: _Node, event: str, payload: dict[str, Any]) -> tuple[Outcome, _Node]:
+        """Compute a step not in the memo, marking this thread as inside it."""
+        self._owner = _get_ident()
+        try:
+            return _edge(self.machine, node, event, payload)
+        finally:
+            self._owner = None
+
+    def _verify(self, node: _Node, event: str, payload: dict[str, Any], memo: Outcome) -> None:
+        """Raise `ImpureCallbackError` if `step` now disagrees with the memo."""
+        self._owner = _get_ident()
+        try:
+            fresh: Outcome | StatecoreError = step(self.machine, node.snapshot, event, payload)
+        except StatecoreError as exc:
+            fresh = exc
+        finally:
+            self._owner = None
+        difference = impurity(self.machine, node.snapshot, event, payload, memo, fresh)
+        if difference:
+            raise ImpureCallbackError(difference)
+
+    def _notify(self, outcome: Outcome) -> None:
+        """Call every listener; raise what they raised as one `ListenerError`."""
+        errors: list[Exception] = []
+        culprits: list[str] = []
+        for listener in self._listeners:
+            try:
+                listener(self, outcome)
+            except Exception as exc:  # collected: the remaining listeners still run
+                errors.append(exc)
+                first_line = (str(exc).splitlines() or [""])[0]
+                culprits.append(
+                    f"{getattr(listener, '__qualname__', repr(listener))} raised "
+                    f"{type(exc).__name__}: {first_line}"
+                )
+        if errors:
+            raise ListenerError(
+                f"machine {self.machine.name!r}: {len(errors)} listener(s) raised after "
+                f"{outcome.event!r} was committed ({outcome.snapshot!r}): "
+                f"{'; '.join(culprits)}; every listener ran and the transition stands, "
+                f"so handle the error in the listener or catch ListenerError",
+                outcome,
+                tuple(errors),
+            ) from errors[0]
 
     def can_fire(self, event: str, /, **payload: Any) -> bool:
         """Whether `event` with `payload` would be accepted now (a snapshot read).
@@ -176,13 +358,118 @@ class Instance:
 
     def add_listener(self, listener: Listener) -> None:
         """Call `listener(instance, outcome)` after every accepted transition."""
-        with self._lock:
+        with _LISTENERS:
             self._listeners = (*self._listeners, listener)
 
     def remove_listener(self, listener: Listener) -> None:
         """Stop calling `listener`; a no-op if it was not registered."""
-        with self._lock:
+        with _LISTENERS:
             self._listeners = tuple(x for x in self._listeners if x is not listener)
 
     def __repr__(self) -> str:
         return f"Instance({self._node.snapshot!r})"
+
+
+# -- memo verification ---------------------------------------------------------
+
+
+def impurity(
+    machine: Machine,
+    snapshot: Snapshot,
+    event: str,
+    payload: dict[str, Any],
+    memo: Outcome,
+    fresh: Outcome | StatecoreError,
+) -> str:
+    """How `fresh` (`step` run again) differs from the memo's outcome, naming the culprit.
+
+    "" when they agree: same status, transition, outputs and exact snapshot.
+    """
+    if (
+        isinstance(fresh, Outcome)
+        and fresh.status == memo.status
+        and fresh.transition is memo.transition
+        and fresh.snapshot == memo.snapshot
+        and _same_types(fresh.snapshot, memo.snapshot)
+        and fresh.outputs == memo.outputs
+    ):
+        return ""
+    return (
+        f"machine {machine.name!r}: {_culprit(memo, fresh)} gave another result for the "
+        f"same snapshot and payload (event {event!r} in {snapshot!r} with payload "
+        f"{payload!r}: remembered {_brief(memo)}, now {_brief(fresh)}); the memo needs "
+        f"guards, effects and emitters that are pure functions of (snapshot, payload), "
+        f"so make it one or declare Event({event!r}, ..., pure=False)"
+    )
+
+
+def _culprit(memo: Outcome, fresh: Outcome | StatecoreError) -> str:
+    """The guard, effect or emitter that explains the difference between two outcomes."""
+    taken = memo.transition
+    now = fresh.transition if isinstance(fresh, Outcome) else None
+    if taken is None or now is not taken:
+        guards = [
+            f"guard {t.guard_label or 'guard'!r} of transition {t.name!r}"
+            for t in (taken, now)
+            if t is not None and t.guard is not None
+        ]
+        return " or ".join(guards) or "a guard"
+    assert isinstance(fresh, Outcome)
+    if fresh.snapshot != memo.snapshot or not _same_types(fresh.snapshot, memo.snapshot):
+        return f"effect {taken.effect_label or 'effect'!r} of transition {taken.name!r}"
+    return f"the emitter of transition {taken.name!r}"
+
+
+def _brief(outcome: Outcome | StatecoreError) -> str:
+    """An outcome in a few words, for `impurity`'s message."""
+    if not isinstance(outcome, Outcome):
+        return f"{type(outcome).__name__}"
+    if outcome.transition is None:
+        return f"{outcome.status} ({outcome.reason})"
+    return f"{outcome.status} by {outcome.transition.name!r} to {outcome.snapshot!r}"
+
+
+_verify_every = 0
+_verify_hits = 0
+
+
+def _sampled() -> bool:
+    """Whether this memo hit is one `verify_memo` checks (every N-th)."""
+    global _verify_hits
+    _verify_hits += 1
+    return _verify_hits % _verify_every == 0
+
+
+def verify_memo(every: int) -> None:
+    """Re-run `step` on every `every`-th memo hit of `Instance.fire`; 0 turns it off.
+
+    A debugging aid for the purity contract: a hit whose outcome `step` no
+    longer gives raises `ImpureCallbackError`. Off, `fire` pays nothing for it.
+    """
+    global _verify_every, _verify_hits
+    if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+        raise ValueError(
+            f"verify_memo({every!r}): give 0 (off), 1 (every memo hit) or N (every N-th)"
+        )
+    _verify_every = every
+    _verify_hits = 0
+    Instance.fire = Instance._fire_verified if every else _fast_fire  # type: ignore[method-assign]
+
+
+def _every_from_environment() -> int:
+    """``STATECORE_VERIFY_MEMO`` as a whole number ("" or unset: 0)."""
+    text = os.environ.get("STATECORE_VERIFY_MEMO", "").strip()
+    try:
+        every = int(text or "0")
+    except ValueError:
+        every = -1
+    if every < 0:
+        raise ValueError(
+            f"STATECORE_VERIFY_MEMO={text!r}: give 0 (off), 1 (check every memo hit) "
+            f"or N (every N-th)"
+        )
+    return every
+
+
+_fast_fire = Instance.fire
+verify_memo(_every_from_environment())

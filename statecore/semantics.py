@@ -9,16 +9,21 @@ Rules, in order:
 
 1. An undeclared event, or a payload whose field names differ from the
    event's, raises `FireError` (a programmer error, whatever the policy).
-2. The transitions out of the current state for the event are tried in
+2. A payload value outside its field's domain (or, for an unbounded field
+   with a declared ``type``, not of that type) never takes a transition: the
+   event's policy decides, as in rule 4, except that ``error`` raises
+   `FireError` (the caller passed a value the definition does not allow).
+3. The transitions out of the current state for the event are tried in
    declaration order; the first whose guard holds is taken (validation has
    proved at most one holds over the finite domains).
-3. If none is enabled the event's policy decides: ``reject`` returns a
+4. If none is enabled the event's policy decides: ``reject`` returns a
    rejected outcome, ``ignore`` an ignored one, ``error`` raises
    `TransitionError`.
 """
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
@@ -65,11 +70,14 @@ def step(
     if payload is None:
         payload = _EMPTY
     candidates = machine.dispatch[snapshot[0]].get(event)
+    if candidates is None or payload.keys() != candidates[0].field_names:
+        check_fire(machine, event, payload)
+    if payload:
+        fault = payload_fault(machine, event, payload)
+        if fault:
+            return _out_of_domain(machine, snapshot, event, fault)
     if candidates is None:
-        check_fire(machine, event, payload)
         return _no_transition(machine, snapshot, event, payload, "no transition from state")
-    if payload.keys() != candidates[0].field_names:
-        check_fire(machine, event, payload)
     for target, guard, effect, emit_fn, emit_static, transition, _ in candidates:
         if guard is not None and not guard(snapshot, payload):
             continue
@@ -126,6 +134,45 @@ def _no_transition(
     return _new_outcome(Outcome, (status, snapshot, (), None, event, why))
 
 
+def payload_fault(machine: Machine, event: str, payload: Payload) -> str:
+    """Why a value of `payload` lies outside its field's domain, or "" if none does.
+
+    Validation only ran the guards and effects on the declared values, so a
+    value outside them must not reach a guard (``ok="banana"`` is truthy).
+    Membership is equality, as in ``value in domain``.
+    """
+    for name, allowed, domain, types in machine.payload_domains[event]:
+        value = payload[name]
+        if allowed is not None:
+            try:
+                if value in allowed:
+                    continue
+            except TypeError:  # an unhashable value: compare with each domain value
+                if value in domain:
+                    continue
+            return (
+                f"payload {name}={reprlib.repr(value)} is outside its domain {reprlib.repr(domain)}"
+            )
+        if types is not None and not isinstance(value, types):
+            return (
+                f"payload {name}={reprlib.repr(value)} is a {type(value).__name__}, "
+                f"not a {types[0].__name__}"
+            )
+    return ""
+
+
+def _out_of_domain(machine: Machine, snapshot: Snapshot, event: str, fault: str) -> Outcome:
+    """The outcome of a payload outside its domain: the policy, and `FireError` for error."""
+    policy = machine.event_index[event].policy
+    if policy == "error":
+        raise FireError(
+            f"machine {machine.name!r}, event {event!r}: {fault}; pass a declared "
+            f"value, or widen the field's domain"
+        )
+    status = REJECTED if policy == "reject" else IGNORED
+    return _new_outcome(Outcome, (status, snapshot, (), None, event, fault))
+
+
 def check_fire(machine: Machine, event: str, payload: Payload) -> None:
     """Raise `FireError` unless `event` is declared and `payload` has exactly its fields."""
     declared = machine.event_index.get(event)
@@ -149,6 +196,8 @@ def check_fire(machine: Machine, event: str, payload: Payload) -> None:
 
 def enabled(machine: Machine, snapshot: Snapshot, event: str, payload: Payload) -> bool:
     """Whether some transition is enabled for `event` with `payload` at `snapshot`."""
+    if payload and payload_fault(machine, event, payload):
+        return False
     for candidate in machine.dispatch[snapshot[0]].get(event, ()):
         if candidate.guard is None or candidate.guard(snapshot, payload):
             return True

@@ -3,28 +3,49 @@
 Two kinds of checks run, in this order, each raising its own `DefinitionError`
 subclass with a message that names the machine, the culprit and the fix:
 
-1. Structural: names, duplicates, clashes, the initial state, hot and final
-   flags, domains and defaults, unknown states and events, transitions out of
-   final states, unused events and structurally unreachable states.
+1. Structural: the type of every part (a `State`, not a string), names,
+   duplicates, clashes, the initial state, hot and final flags, domains and
+   defaults (a domain that is a collection of hashable values, no two equal
+   values of different types in a variable's), unknown states and events,
+   static outputs, transitions out of final states, unused events and
+   structurally unreachable states.
 2. Semantic, over the finite domains: every snapshot reachable from the
    initial one is visited, every event fired with every payload combination
    (domains, or samples for unbounded fields). Two enabled guards at once
-   (non-determinism), a guard or effect that raises, an effect assigning an
-   unknown variable or leaving a domain are all reported with the snapshot and
-   payload that show it.
+   (non-determinism), a guard that raises or returns a non-bool, an effect
+   that raises, assigns an unknown variable or leaves a domain are all
+   reported with the snapshot and payload that show it. At most
+   `check_limit` snapshots are visited; stopping there with more reachable
+   issues a `ValidationLimitWarning`, since the rest went unchecked.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import sys
+import warnings
 from collections import deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .definition import Compiled, Output, Snapshot, check_identifier
+from .definition import (
+    Compiled,
+    Event,
+    Field,
+    FieldCheck,
+    Output,
+    Snapshot,
+    State,
+    Transition,
+    Var,
+    check_identifier,
+)
 from .errors import (
     CallbackError,
+    CheckLimitError,
+    DefinitionTypeError,
     DuplicateNameError,
     EffectDomainError,
     FieldDomainError,
@@ -38,17 +59,20 @@ from .errors import (
     UnknownVariableError,
     UnreachableStateError,
     UnusedEventError,
+    ValidationLimitWarning,
     VariableDomainError,
 )
+from .runtime import Memo
 
 if TYPE_CHECKING:
-    from .definition import Event, Machine
+    from .definition import Machine
 
 RESERVED_VARIABLE_NAMES = frozenset({"state", "values", "count", "index"})
 
 
 def validate(machine: Machine) -> None:
     """Check `machine` and install its derived tables; raise on the first problem."""
+    _check_parts(machine)
     _check_names(machine)
     _check_states(machine)
     _check_variables(machine)
@@ -65,9 +89,12 @@ def validate(machine: Machine) -> None:
     machine._install(
         initial_snap=machine.snapshot(machine.initial.name),
         cacheable_events=frozenset(
-            e.name for e in machine.events if all(f.bounded for f in e.fields)
+            e.name
+            for e in machine.events
+            if machine.pure and e.pure and all(f.bounded for f in e.fields)
         ),
-        outcome_cache={},
+        payload_domains={e.name: tuple(map(_field_check, e.fields)) for e in machine.events},
+        outcome_cache=Memo(),
     )
     _check_reachable_structurally(machine)
     machine._install(reachable_snapshots=_check_semantics(machine))
@@ -75,6 +102,57 @@ def validate(machine: Machine) -> None:
 
 def _where(machine: Machine) -> str:
     return f"machine {machine.name!r}"
+
+
+_EXAMPLES: dict[type, str] = {
+    State: "State({name!r})",
+    Event: "Event({name!r})",
+    Var: "Var({name!r}, range(2), 0)",
+    Field: "Field({name!r}, (True, False))",
+}
+
+
+def _wrong_part(where: str, kind: str, item: object, cls: type) -> DefinitionTypeError:
+    """The error for `item`, which should have been a `cls`, with how to write one."""
+    if isinstance(item, tuple) and cls is Transition:
+        fix = f"Transition({', '.join(map(repr, item))})"
+    else:
+        name = item if isinstance(item, str) else getattr(item, "name", "name")
+        fix = _EXAMPLES.get(cls, f"{cls.__name__}(...)").format(name=name)
+    return DefinitionTypeError(
+        f"{where}: {kind} {item!r} has type {type(item).__name__}, not {cls.__name__}; write {fix}"
+    )
+
+
+def _check_parts(machine: Machine) -> None:
+    """Every part has its type, so later checks never fail with a raw AttributeError."""
+    where = _where(machine)
+    limit = machine.check_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise CheckLimitError(
+            f"{where}: check_limit={limit!r} would check no snapshot at all; give a "
+            f"positive number of snapshots to check (the default is 200_000)"
+        )
+    for kind, cls, items in (
+        ("state", State, machine.states),
+        ("event", Event, machine.events),
+        ("variable", Var, machine.variables),
+        ("transition", Transition, machine.transitions),
+    ):
+        for item in items:
+            if not isinstance(item, cls):
+                raise _wrong_part(where, kind, item, cls)
+    for event in machine.events:
+        for fld in event.fields:
+            if not isinstance(fld, Field):
+                raise _wrong_part(f"{where}, event {event.name!r}", "payload field", fld, Field)
+            if fld.problem:
+                raise FieldDomainError(
+                    f"{where}, event {event.name!r}: payload field {fld.name!r}: {fld.problem}"
+                )
+    for var in machine.variables:
+        if var.problem:
+            raise VariableDomainError(f"{where}: variable {var.name!r}: {var.problem}")
 
 
 def _duplicates(names: Iterable[str]) -> list[str]:
@@ -166,6 +244,23 @@ def _check_variables(machine: Machine) -> None:
                 f"outside its domain {_show(var.domain)}; change the default or "
                 f"widen the domain"
             )
+        pair = _aliased(var.domain)
+        if pair is not None:
+            raise VariableDomainError(
+                f"{where}: variable {var.name!r} has both {pair[0]!r} and {pair[1]!r} in "
+                f"its domain; they compare equal, so snapshots cannot tell them apart; "
+                f"keep one, or use values that differ (e.g. strings)"
+            )
+
+
+def _aliased(values: Iterable[Hashable]) -> tuple[Hashable, Hashable] | None:
+    """Two equal values of different types (1 and True, 0 and 0.0), if any."""
+    first: dict[Hashable, Hashable] = {}
+    for value in values:
+        seen = first.setdefault(value, value)
+        if type(seen) is not type(value):
+            return seen, value
+    return None
 
 
 def _check_fields(machine: Machine) -> None:
@@ -182,6 +277,50 @@ def _check_fields(machine: Machine) -> None:
                 raise FieldDomainError(
                     f"{where}, event {event.name!r}: payload field {fld.name!r} has an empty domain"
                 )
+            _check_field_values(f"{where}, event {event.name!r}: payload field {fld.name!r}", fld)
+
+
+def _check_field_values(where: str, fld: Field) -> None:
+    """Field values are hashable (the memo and the explorer key on them) and typed."""
+    for kind, values in (("domain", fld.domain), ("sample", fld.sample)):
+        for value in values or ():
+            try:
+                hash(value)
+            except TypeError:
+                raise FieldDomainError(
+                    f"{where}: {kind} value {value!r} (type {type(value).__name__}) is "
+                    f"unhashable; use hashable values (a tuple rather than a list)"
+                ) from None
+    if fld.type is None:
+        return
+    if not isinstance(fld.type, type):
+        raise FieldDomainError(
+            f"{where}: type={fld.type!r} is not a class; give a class such as float"
+        )
+    accepted = accepted_types(fld.type)
+    for value in fld.sample or ():
+        if not isinstance(value, accepted):
+            raise FieldDomainError(
+                f"{where}: sample value {value!r} is not a {fld.type.__name__}; fire "
+                f"would reject it, so make the samples match type={fld.type.__name__}"
+            )
+
+
+def accepted_types(declared: type) -> tuple[type, ...]:
+    """The types a field declared as `declared` accepts: an int is a float, as in typing."""
+    if declared is float:
+        return (float, int)
+    if declared is complex:
+        return (complex, float, int)
+    return (declared,)
+
+
+def _field_check(fld: Field) -> FieldCheck:
+    """How `semantics.step` tells a payload value of `fld` in or out of its domain."""
+    if fld.domain is not None:
+        return FieldCheck(fld.name, frozenset(fld.domain), fld.domain, None)
+    types = None if fld.type is None else accepted_types(fld.type)
+    return FieldCheck(fld.name, None, (), types)
 
 
 def _check_transitions(machine: Machine) -> None:
@@ -203,6 +342,13 @@ def _check_transitions(machine: Machine) -> None:
                 f"{where}: transition {t.name!r} names unknown event {t.event!r}; "
                 f"declare Event({t.event!r}) or fix the name"
             )
+        for item in () if callable(t.emit) else t.emit:
+            if not isinstance(item, Output):
+                raise CallbackError(
+                    f"{where}: transition {t.name!r} emits {item!r} (type "
+                    f"{type(item).__name__}), not an Output; write "
+                    f"emit=[out('name', field=value)]"
+                )
         for name in t.source:
             if states[name].final:
                 raise FinalStateTransitionError(
@@ -283,7 +429,9 @@ def _check_semantics(machine: Machine) -> frozenset[Snapshot]:
     queue = deque([start])
     domains = {v.name: set(v.domain) for v in machine.variables}
     events = {e.name: e for e in machine.events}
-    while queue and len(seen) <= machine.check_limit:
+    for _ in range(machine.check_limit):
+        if not queue:
+            break
         snap = queue.popleft()
         for event_name, candidates in machine.dispatch[snap.state].items():
             event = events[event_name]
@@ -301,7 +449,27 @@ def _check_semantics(machine: Machine) -> frozenset[Snapshot]:
                     if nxt not in seen:
                         seen.add(nxt)
                         queue.append(nxt)
+    if queue:
+        warnings.warn(
+            f"{_where(machine)}: validation stopped at check_limit={machine.check_limit} "
+            f"snapshots with reachable ones left unchecked ({len(queue)} found so far), "
+            f"so non-determinism or a failing guard or effect there goes unreported; "
+            f"raise check_limit to check them all",
+            ValidationLimitWarning,
+            stacklevel=_caller_level(),
+        )
     return frozenset(seen)
+
+
+def _caller_level() -> int:
+    """The `stacklevel` of the first caller outside statecore (who built the machine)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _guard_holds(
@@ -317,7 +485,13 @@ def _guard_holds(
             f"raised {type(exc).__name__}: {exc} in {snap!r} with payload "
             f"{payload!r}; guards must return a bool for every value in the domains"
         ) from exc
-    return bool(result)
+    if not isinstance(result, bool):
+        raise CallbackError(
+            f"{_where(machine)}: guard of transition {compiled.transition.name!r} "
+            f"returned {result!r} (type {type(result).__name__}) in {snap!r} with payload "
+            f"{payload!r}; return True or False, e.g. wrap the expression in bool(...)"
+        )
+    return result
 
 
 def _successor(

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,12 @@ from statecore import (
     out,
     step,
 )
-from statecore.errors import InvalidNameError
+from statecore.errors import (
+    InvalidNameError,
+    ListenerError,
+    ReentrantFireError,
+    ValidationLimitWarning,
+)
 
 
 def switch() -> Machine:
@@ -181,6 +188,98 @@ def test_listener_firing_on_the_same_instance_does_not_deadlock() -> None:
     assert instance.state == "off"
 
 
+def fires_back(holder: list[Instance], where: str) -> Machine:
+    """A machine whose guard, effect or emitter fires on the instance in `holder`."""
+
+    def callback(s: object, p: object) -> Any:
+        if holder:
+            holder[0].fire("press")
+        return {"guard": True, "effect": None, "emit": ()}[where]
+
+    kwargs: dict[str, Any] = {where: callback}
+    return Machine(
+        "bouncer",
+        states=[State("off", initial=True), State("on")],
+        events=[Event("flip"), Event("press")],
+        transitions=[Transition("off", "flip", "on", **kwargs), Transition("off", "press", "on")],
+    )
+
+
+@pytest.mark.parametrize("where", ["guard", "effect", "emit"])
+def test_fire_from_inside_a_step_raises_instead_of_deadlocking(where: str) -> None:
+    holder: list[Instance] = []
+    instance = Instance(fires_back(holder, where))
+    holder.append(instance)
+
+    def fire() -> None:
+        with pytest.raises(ReentrantFireError, match="machine 'bouncer'"):
+            instance.fire("flip")
+
+    run_with_timeout(fire)
+    assert instance.state == "off"  # nothing committed
+    run_with_timeout(lambda: instance.fire("press"))  # and the lock was released
+    assert instance.state == "on"
+
+
+def test_a_step_may_fire_on_another_instance() -> None:
+    holder: list[Instance] = []
+    machine = fires_back(holder, "effect")
+    other, instance = Instance(machine), Instance(machine)
+    holder.append(other)
+    run_with_timeout(lambda: instance.fire("flip"))
+    assert instance.state == other.state == "on"
+
+
+def test_a_guard_may_add_a_listener_without_deadlocking() -> None:
+    instances: list[Instance] = []
+
+    def adds_listener(s: object, p: object) -> bool:
+        for inst in instances:
+            inst.add_listener(lambda i, o: None)
+        return True
+
+    machine = Machine(
+        "adder",
+        states=[State("off", initial=True), State("on")],
+        events=[Event("flip")],
+        transitions=[Transition("off", "flip", "on", guard=adds_listener)],
+    )
+    instance = Instance(machine)
+    instances.append(instance)
+    run_with_timeout(lambda: instance.fire("flip"))
+    assert instance.state == "on"
+
+
+def test_every_listener_runs_and_their_errors_are_raised_together() -> None:
+    seen: list[str] = []
+
+    def boom(instance: Instance, outcome: Outcome) -> None:
+        raise ValueError("boom")
+
+    def record(instance: Instance, outcome: Outcome) -> None:
+        seen.append(outcome.event)
+
+    def crash(instance: Instance, outcome: Outcome) -> None:
+        raise KeyError("crash")
+
+    instance = Instance(switch(), listeners=(boom, record, crash))
+    with pytest.raises(ListenerError) as caught:
+        instance.fire("press")
+    assert seen == ["press"]  # the listener after the failing one still ran
+    assert instance.state == "on"  # the transition stands
+    error = caught.value
+    assert [type(e) for e in error.errors] == [ValueError, KeyError]
+    assert error.__cause__ is error.errors[0]
+    assert isinstance(error.outcome, Outcome) and error.outcome.snapshot == instance.snapshot
+    message = str(error)
+    assert "\n" not in message and "machine 'switch'" in message
+    assert "boom raised ValueError: boom" in message and "crash raised KeyError" in message
+    # The next fire runs every listener again.
+    with pytest.raises(ListenerError):
+        instance.fire("flip", hard=True)
+    assert seen == ["press", "flip"]
+
+
 def test_can_fire() -> None:
     instance = Instance(switch())
     assert instance.can_fire("press")
@@ -198,7 +297,16 @@ TOTAL = THREADS * FIRES
 
 
 def counter() -> Machine:
-    """Counts to TOTAL; check_limit keeps validation from exploring 80,001 snapshots."""
+    """Counts to TOTAL; check_limit keeps validation from exploring 80,001 snapshots.
+
+    Validation warns that it stopped there; that is the point, so the warning is muted.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ValidationLimitWarning)
+        return _counter()
+
+
+def _counter() -> Machine:
     return Machine(
         "counter",
         states=[State("counting", initial=True)],

@@ -427,3 +427,70 @@ def test_each_kind_has_its_own_class() -> None:
     ]
     assert len(set(kinds)) == len(kinds)
     assert all(issubclass(k, DefinitionError) and k is not DefinitionError for k in kinds)
+
+
+# -- check_limit -------------------------------------------------------------------
+
+
+def late_nondeterminism(check_limit: int) -> Machine:
+    """Two guards both hold at n == 250 only: found only when validation gets there."""
+    return Machine(
+        "late",
+        states=[State("counting", initial=True)],
+        variables=[Var("n", range(301), 0)],
+        events=[Event("tick")],
+        transitions=[
+            Transition(
+                "counting", "tick", guard=lambda s, p: s.n < 300, effect=lambda s, p: {"n": s.n + 1}
+            ),
+            Transition("counting", "tick", guard=lambda s, p: s.n == 250, name="late_tick"),
+        ],
+        check_limit=check_limit,
+    )
+
+
+def test_non_determinism_beyond_the_check_limit_is_reported_or_warned() -> None:
+    with pytest.raises(E.NondeterminismError, match="late_tick"):
+        late_nondeterminism(check_limit=1_000)
+    with pytest.warns(E.ValidationLimitWarning) as caught:
+        late_nondeterminism(check_limit=200)
+    message = str(caught[0].message)
+    assert "machine 'late'" in message and "check_limit=200" in message
+    assert "raise check_limit" in message
+    assert caught[0].filename == __file__  # points at the definition, not at statecore
+
+
+@pytest.mark.parametrize("limit", [0, -1, -300_000])
+def test_non_positive_check_limit_is_rejected(limit: int) -> None:
+    raises(E.CheckLimitError, repr(NAME), f"check_limit={limit}", "positive", check_limit=limit)
+
+
+def test_warns_only_when_snapshots_are_left_unchecked(recwarn: pytest.WarningsRecorder) -> None:
+    build(check_limit=2)  # exactly its two snapshots
+    assert not [w for w in recwarn if issubclass(w.category, E.ValidationLimitWarning)]
+    with pytest.warns(E.ValidationLimitWarning):
+        build(check_limit=1)
+
+
+# -- equal values of different types -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("domain", "pair"), [((1, True, 2), "1 and True"), ((0.0, 0, 1), "0.0 and 0")]
+)
+def test_variable_domain_with_equal_values_of_different_types(
+    domain: tuple[object, ...], pair: str
+) -> None:
+    raises(
+        E.VariableDomainError,
+        repr(NAME),
+        "variable 'x'",
+        f"both {pair}",
+        variables=[Var("x", domain, domain[-1])],
+    )
+
+
+def test_payload_domain_may_hold_equal_values_of_different_types() -> None:
+    """Payloads are never merged: the memo keys on the value's type too."""
+    machine = build(events=[Event("go", [Field("x", (1, True))])])
+    assert machine.event_index["go"].fields[0].domain == (1, True)
