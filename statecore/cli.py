@@ -1,25 +1,65 @@
-"""The ``statecore`` command: list, check and replay lifecycle models.
+"""The ``statecore`` command: list, check, replay, diagram and fuzz lifecycle models.
 
-Exit codes: 0 everything holds; 1 a property is violated or vacuous, a
-search was cut short, or a variant was not found as expected; 2 bad usage,
-an unknown target or an invalid definition (the message says which).
+Exit codes, one meaning each (``docs/cli.md`` has the table):
+
+* 0 - every property holds, or nothing was found;
+* 1 - a finding: a property violated or vacuous, a variant not caught as
+  declared, a fuzz finding, a replayed trace that still shows its violation;
+* 2 - bad usage, a bad input file, an unknown target, an invalid definition,
+  or a model action or property that raised (the message says which);
+* 3 - an internal error in statecore (the traceback follows the message);
+* 4 - incomplete: a bound stopped the search before every property was
+  decided, and nothing was found;
+* 130 - interrupted (Ctrl-C), after the partial report.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from .diagram import add_parser as add_diagram_parser
 from .errors import StatecoreError
-from .explore import HOLDS, VIOLATED, Progress, Report, explore
-from .registry import Target, bundled, resolve, system_for_trace
+from .explore import (
+    HOLDS,
+    UNKNOWN,
+    VACUOUS,
+    VIOLATED,
+    ExplorationInterrupted,
+    Progress,
+    Report,
+    explore,
+)
+from .registry import Target, TargetError, bundled, resolve, system_for_trace
 from .system import System
+
+EXIT_OK = 0
+EXIT_FINDING = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INCOMPLETE = 4
+EXIT_INTERRUPTED = 130
+
+PROGRESS_INTERVAL = 10.0
+"""Seconds between two progress lines when stderr is not a terminal (CI logs)."""
+
+MEMORY_FRACTION = 0.75
+"""The default ``--max-memory``: this share of the machine's physical memory."""
+
+REPORT_HINT = (
+    "statecore: this is a bug in statecore, not in the code under test; please report it "
+    "with the command line and the traceback above"
+)
 
 EPILOG_MAIN = """\
 examples:
@@ -32,33 +72,66 @@ examples:
   statecore replay traces/x.itf.json     re-run a saved counterexample
   statecore diagram chunk_transfer -f png -o docs/ct.png --trace traces/x.itf.json
 
-exit codes: 0 all hold, 1 violated/vacuous/incomplete, 2 usage or definition error
+exit codes: 0 all hold, 1 a finding, 2 usage, input or model error,
+  3 internal error in statecore, 4 incomplete (a bound stopped the search), 130 interrupted
 """
+
+
+T = TypeVar("T")
+
+
+class UsageError(StatecoreError):
+    """A flag or argument the command cannot run with."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         code: int = args.func(args)
         return code
     except StatecoreError as exc:
         print(f"statecore: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("statecore: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `statecore list | head`: the reader left early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return EXIT_OK
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    """Say that statecore itself failed, so CI can tell it from a bug in the code checked."""
+    sys.stdout.flush()
+    print(f"statecore: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    traceback.print_exception(exc, file=sys.stderr)
+    print(REPORT_HINT, file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one ``statecore: error:`` line."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("statecore").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"statecore: error: {where}{message} (see '{self.prog} --help')\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="statecore",
         description="Check, replay and list declarative lifecycle models.",
         epilog=EPILOG_MAIN,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub: Any = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p_list = sub.add_parser(
         "list",
@@ -68,19 +141,51 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_list.add_argument("--json", action="store_true", help="print JSON")
     p_list.set_defaults(func=_cmd_list)
+    _add_check_parser(sub)
 
+    p_replay = sub.add_parser(
+        "replay",
+        help="replay an ITF trace and re-judge its property",
+        epilog="example:\n  statecore replay traces/chunk_transfer.terminal_delivered.itf.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p_replay.add_argument("trace", type=Path, metavar="TRACE")
+    p_replay.add_argument("--target", default=None, help="target (default: from the trace)")
+    p_replay.add_argument(
+        "--adapter", default=None, help="replay against an implementation through this adapter"
+    )
+    p_replay.set_defaults(func=_cmd_replay)
+    add_diagram_parser(sub)
+    _add_fuzz_parser(sub)
+    return parser
+
+
+def _add_check_parser(sub: Any) -> None:
     p_check = sub.add_parser(
         "check",
         help="explore models exhaustively and judge their properties",
         epilog=(
             "examples:\n  statecore check\n  statecore check chunk_transfer --no-symmetry\n"
             "  statecore check --variants --trace-out traces\n"
-            "  statecore check --symbolic request_lifecycle"
+            "  statecore check --symbolic request_lifecycle\n\n"
+            "exit codes: 0 all hold, 1 a finding, 2 usage, input or model error, 3 internal "
+            "error,\n  4 incomplete (a bound stopped the search), 130 interrupted"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p_check.add_argument("targets", nargs="*", metavar="TARGET", help="name or module:object")
-    p_check.add_argument("--max-states", type=int, default=None, metavar="N")
+    p_check.add_argument(
+        "--max-states", type=int, default=None, metavar="N", help="stop after N distinct states"
+    )
+    p_check.add_argument(
+        "--max-memory",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="stop when the process holds GB gigabytes (default: "
+        + _memory_default_text().replace("%", "%%")
+        + ")",
+    )
     p_check.add_argument("--trace-out", type=Path, default=None, metavar="DIR")
     p_check.add_argument(
         "--regression-out",
@@ -99,20 +204,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_check.set_defaults(func=_cmd_check)
 
-    p_replay = sub.add_parser(
-        "replay",
-        help="replay an ITF trace and re-judge its property",
-        epilog="example:\n  statecore replay traces/chunk_transfer.terminal_delivered.itf.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p_replay.add_argument("trace", type=Path, metavar="TRACE")
-    p_replay.add_argument("--target", default=None, help="target (default: from the trace)")
-    p_replay.add_argument(
-        "--adapter", default=None, help="replay against an implementation through this adapter"
-    )
-    p_replay.set_defaults(func=_cmd_replay)
-    add_diagram_parser(sub)
 
+def _add_fuzz_parser(sub: Any) -> None:
     p_fuzz = sub.add_parser(
         "fuzz",
         help="fuzz a real implementation against a model (Hypothesis, stateful)",
@@ -120,7 +213,8 @@ def _parser() -> argparse.ArgumentParser:
             "examples:\n  statecore fuzz chunk_transfer --adapter vllm-omni --budget 60\n"
             "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 "
             "--max-examples 200 --seed 1\n\n"
-            "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not installed"
+            "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not "
+            "installed,\n  3 internal error, 130 interrupted"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -136,7 +230,151 @@ def _parser() -> argparse.ArgumentParser:
     p_fuzz.add_argument("--no-known", action="store_true", help="known findings fail the run too")
     p_fuzz.add_argument("--no-swarm", action="store_true", help="no swarm testing")
     p_fuzz.set_defaults(func=_cmd_fuzz)
-    return parser
+
+
+# -- validating flags before any work --------------------------------------------
+
+
+def _require_positive_int(value: int | None, flag: str, what: str, example: int) -> None:
+    if value is not None and value < 1:
+        raise UsageError(
+            f"{flag} {value}: must be a positive number of {what} (e.g. {flag} {example})"
+        )
+
+
+def _require_positive_float(value: float | None, flag: str, what: str, example: int) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(
+            f"{flag} {value}: must be a positive, finite number of {what} (e.g. {flag} {example})"
+        )
+
+
+def _require_writable_dir(path: Path | None, flag: str) -> None:
+    """Refuse an output directory that cannot be written, before the work whose result it keeps.
+
+    Nothing is created here: a missing directory is made only when there is
+    something to write, but its nearest existing ancestor must be a writable
+    directory.
+    """
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"{flag} {path}: is a file, not a directory; give a directory (created if missing)"
+        )
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(
+            f"{flag} {path}: {ancestor} is a file, so the directory cannot be created; "
+            f"give another directory"
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"{flag} {path}: {ancestor} is not writable; give a directory you can write to"
+        )
+
+
+def _output_error(flag: str, exc: OSError) -> UsageError:
+    return UsageError(f"{flag}: cannot write {exc.filename or ''}: {exc.strerror or exc}")
+
+
+# -- loading user targets --------------------------------------------------------
+
+
+def _resolve(name: str) -> tuple[str, System, Target | None]:
+    """`resolve`, with a user module's own failures turned into one-line errors."""
+    bundled()  # outside the guard: the bundled models failing to import is statecore's bug
+    return _guard_user_code(name, lambda: resolve(name))
+
+
+def _guard_user_code(name: str, load: Callable[[], T]) -> T:
+    """Run `load` for target `name`; what user code raises becomes a `TargetError`.
+
+    A bundled target that fails to load is a bug in statecore, so only
+    ``module:object`` targets are guarded.
+    """
+    if ":" not in name:
+        return load()
+    try:
+        return load()
+    except StatecoreError:
+        raise
+    except SyntaxError as exc:
+        where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its source"
+        raise TargetError(
+            f"target {name!r}: {where}: syntax error: {exc.msg}; fix the module"
+        ) from None
+    except SystemExit as exc:
+        raise TargetError(
+            f"target {name!r}: importing it called sys.exit({exc.code!r}); move script code "
+            f"under `if __name__ == '__main__':`"
+        ) from None
+    except Exception as exc:
+        raise TargetError(_user_failure(name, exc)) from exc
+
+
+def _user_failure(name: str, exc: Exception) -> str:
+    """What went wrong in the user's module or factory behind `name`, in one line."""
+    module_name, _, attr = name.partition(":")
+    module = sys.modules.get(module_name)
+    if module is None:  # a failed import leaves nothing behind
+        return (
+            f"target {name!r}: importing {module_name!r} raised {_exception_text(exc)}"
+            f"{_user_frame(exc)}; fix the module"
+        )
+    factory = _attribute(module, attr)
+    needed = _required_parameters(factory)
+    if needed:
+        return (
+            f"target {name!r}: {attr}() needs arguments ({', '.join(needed)}); give a System, "
+            f"a Machine, or a function taking no arguments that returns one"
+        )
+    return (
+        f"target {name!r}: calling {attr}() raised {_exception_text(exc)}{_user_frame(exc)}; "
+        f"fix the function"
+    )
+
+
+def _attribute(module: object, path: str) -> object:
+    obj: object = module
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _required_parameters(obj: object) -> list[str]:
+    if not callable(obj):
+        return []
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is inspect.Parameter.empty and p.kind not in variadic
+    ]
+
+
+def _exception_text(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _user_frame(exc: BaseException) -> str:
+    """`` at FILE, line N``: the innermost frame outside statecore and importlib."""
+    here = Path(__file__).resolve().parent
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith("<") and here not in Path(f.filename).resolve().parents
+    ]
+    if not frames:
+        return ""
+    return f" at {frames[-1].filename}, line {frames[-1].lineno}"
 
 
 # -- list ----------------------------------------------------------------------
@@ -156,60 +394,222 @@ def _cmd_list(args: argparse.Namespace) -> int:
             for name, p in properties
         ]
         print(json.dumps({"targets": rows, "properties": props, "adapters": extra}, indent=2))
-        return 0
+        return EXIT_OK
     for t in targets:
         print(f"{t.name}\t{t.kind}\t{t.expected}")
     for a in adapters:
         print(f"{a.name}\tadapter\t{a.target}")
     for name, p in properties:
         print(f"{name}.{p.id}\tproperty\t{p.kind}")
-    return 0
+    return EXIT_OK
 
 
 # -- check ---------------------------------------------------------------------
 
+OK = "ok"
+FINDING = "finding"
+INCOMPLETE = "incomplete"
+INTERRUPTED = "interrupted"
+ERROR = "error"
+
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    _require_positive_int(args.max_states, "--max-states", "states", 1_000_000)
+    _require_positive_float(args.max_memory, "--max-memory", "gigabytes", 4)
+    _require_writable_dir(args.trace_out, "--trace-out")
+    _require_writable_dir(args.regression_out, "--regression-out")
     if args.symbolic:
         return _cmd_symbolic(args)
-    chosen: list[tuple[str, System, Target | None]]
+    if args.variants and args.targets:
+        raise UsageError("--variants takes no TARGET")
+    run = _CheckRun(args, _chosen_names(args))
+    try:
+        run.check_all()
+    except ExplorationInterrupted as exc:
+        run.interrupted(exc.report)
+        return EXIT_INTERRUPTED
+    except BaseException as exc:  # reported by main(); what was done is printed first
+        run.failed(exc)
+        raise
+    return run.finish()
+
+
+def _chosen_names(args: argparse.Namespace) -> list[str]:
     if args.variants:
-        if args.targets:
-            raise _usage("--variants takes no TARGET")
-        chosen = [(t.name, t.load(), t) for t in bundled() if t.kind == "variant"]
-    elif args.targets:
-        chosen = [resolve(name) for name in args.targets]
-    else:
-        chosen = [(t.name, t.load(), t) for t in bundled() if t.kind == "model"]
-    out: TextIO = sys.stdout
-    entries: list[dict[str, Any]] = []
-    all_ok = True
-    for name, system, target in chosen:
-        report = explore(
-            system,
-            max_states=args.max_states,
-            symmetry=not args.no_symmetry,
-            stop_on_violation=False,
-            progress=_progress_printer() if sys.stderr.isatty() else None,
+        return [t.name for t in bundled() if t.kind == "variant"]
+    if args.targets:
+        return list(args.targets)
+    return [t.name for t in bundled() if t.kind == "model"]
+
+
+@dataclass
+class _CheckRun:
+    """One ``statecore check``: the targets in turn, and what is reported when it stops.
+
+    Whatever stops the run (an error, Ctrl-C), the reports already made are
+    printed, with ``--json`` as one valid document, and the targets not
+    reached are named.
+    """
+
+    args: argparse.Namespace
+    names: list[str]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    current: tuple[str, Target | None] | None = None
+    pending: str = ""  # the target being loaded or checked
+
+    def check_all(self) -> None:
+        for pending in self.names:
+            self.pending = pending
+            name, system, target = _resolve(pending)
+            self.current = (name, target)
+            self.check_one(name, system, target)
+            self.current = None
+
+    def check_one(self, name: str, system: System, target: Target | None) -> None:
+        printer = _progress_printer(name, sys.stderr)
+        try:
+            report = explore(
+                system,
+                max_states=self.args.max_states,
+                max_memory=_memory_bound(self.args.max_memory),
+                symmetry=not self.args.no_symmetry,
+                stop_on_violation=False,
+                progress=printer,
+            )
+        finally:
+            printer.clear()
+        self.record(name, target, report, _status(report, target if self.args.variants else None))
+
+    def record(self, name: str, target: Target | None, report: Report, status: str) -> None:
+        """Write the traces of `report`, then print it; an unwritable output fails after."""
+        written, failure = self.write(report, name)
+        self.statuses.append(status)
+        entry = _report_json(name, target, report, status, written)
+        entry["stopped"] = _stop_text(report, self.args)
+        self.entries.append(entry)
+        if not self.args.json:
+            _print_report(sys.stdout, name, target, report, status, written, self.args)
+        if failure is not None:
+            raise failure
+
+    def write(self, report: Report, name: str) -> tuple[dict[str, str], UsageError | None]:
+        """The traces and regression tests of `report`'s violations, and what failed."""
+        try:
+            written = _write_traces(report, name, self.args.trace_out)
+        except OSError as exc:
+            return {}, _output_error("--trace-out", exc)
+        try:
+            _write_regressions(report, name, self.args.regression_out)
+        except OSError as exc:
+            return written, _output_error("--regression-out", exc)
+        return written, None
+
+    def interrupted(self, report: Report) -> None:
+        """Ctrl-C: the partial report of the target being checked, then the summary."""
+        if self.current is not None:
+            try:
+                self.record(*self.current, report, INTERRUPTED)
+            except UsageError as exc:  # the report is out; Ctrl-C still decides the exit
+                print(f"statecore: error: {exc}", file=sys.stderr)
+        self.summary(INTERRUPTED)
+        print("statecore: interrupted; the report is partial", file=sys.stderr)
+
+    def failed(self, exc: BaseException) -> None:
+        status = INTERRUPTED if isinstance(exc, KeyboardInterrupt) else ERROR
+        error = str(exc) if isinstance(exc, StatecoreError) else f"{type(exc).__name__}: {exc}"
+        self.summary(status, error=error)
+
+    def finish(self) -> int:
+        status = _overall(self.statuses)
+        self.summary(status)
+        return {OK: EXIT_OK, FINDING: EXIT_FINDING, INCOMPLETE: EXIT_INCOMPLETE}[status]
+
+    def summary(self, status: str, error: str | None = None) -> None:
+        """The JSON document (with ``--json``); the targets never reached."""
+        remaining = self.names[len(self.entries) :]
+        if self.args.json:
+            doc: dict[str, Any] = {
+                "ok": status == OK,
+                "status": status,
+                "interrupted": status == INTERRUPTED,
+                "targets": self.entries,
+                "not_checked": remaining,
+            }
+            if error is not None:
+                doc["error"] = error
+            print(json.dumps(doc, indent=2))
+        else:
+            others = [n for n in remaining if n != self.pending]
+            if others and status != OK:
+                print(f"not checked: {', '.join(others)}")
+        sys.stdout.flush()
+
+
+def _overall(statuses: Sequence[str]) -> str:
+    if FINDING in statuses:
+        return FINDING
+    if INCOMPLETE in statuses:
+        return INCOMPLETE
+    return OK
+
+
+def _status(report: Report, variant: Target | None) -> str:
+    """``ok``, ``finding`` or ``incomplete`` for one report (a variant must show its bug)."""
+    failing = {r.property.id for r in report.results if r.verdict in (VIOLATED, VACUOUS)}
+    unknown = any(r.verdict == UNKNOWN for r in report.results)
+    expected = variant.expected_violations if variant is not None else frozenset()
+    if failing - expected:
+        return FINDING
+    if unknown:
+        return INCOMPLETE
+    return OK if failing == expected else FINDING
+
+
+def _memory_bound(gigabytes: float | None) -> int | None:
+    """``--max-memory`` in bytes, or the default share of physical memory (None: unknown)."""
+    if gigabytes is not None:
+        return int(gigabytes * 2**30)
+    total = _physical_memory()
+    return int(total * MEMORY_FRACTION) if total else None
+
+
+def _physical_memory() -> int | None:
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return total if total > 0 else None
+
+
+def _memory_default_text() -> str:
+    bound = _memory_bound(None)
+    if bound is None:
+        return "none: this system does not tell its physical memory"
+    return f"{MEMORY_FRACTION:.0%} of physical memory, {bound / 2**30:.3g} GB here"
+
+
+def _stop_text(report: Report, args: argparse.Namespace) -> str | None:
+    """Why the search stopped early and how to let it go further; None if it finished."""
+    if not report.stop:
+        return None
+    undecided = any(r.verdict == UNKNOWN for r in report.results)
+    before = " before every property was decided" if undecided else ""
+    if report.stop == "max_states":
+        return (
+            f"stopped at --max-states {args.max_states}{before}; raise --max-states "
+            f"to search further"
         )
-        _clear_progress()
-        written = _write_traces(report, name, args.trace_out)
-        _write_regressions(report, name, args.regression_out)
-        ok = _judge(report, target if args.variants else None)
-        all_ok = all_ok and ok
-        entries.append(_report_json(name, target, report, ok, written))
-        if not args.json:
-            _print_report(out, name, target, report, ok, written, args.variants)
-    if args.json:
-        print(json.dumps({"ok": all_ok, "targets": entries}, indent=2))
-    return 0 if all_ok else 1
-
-
-def _judge(report: Report, variant: Target | None) -> bool:
-    if variant is None:
-        return report.ok
-    failing = {r.property.id for r in report.results if r.verdict != HOLDS}
-    return report.complete and failing == variant.expected_violations
+    if report.stop == "max_memory":
+        bound = (_memory_bound(args.max_memory) or 0) / 2**30
+        source = "--max-memory" if args.max_memory is not None else "the default --max-memory"
+        return (
+            f"stopped at the memory bound of {bound:.3g} GB ({source}){before}; raise it with "
+            f"--max-memory GB, or check a smaller configuration"
+        )
+    if report.stop == "interrupted":
+        return f"interrupted (Ctrl-C){before}"
+    return f"stopped early ({report.stop}){before}"
 
 
 def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str, str]:
@@ -217,10 +617,10 @@ def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str
         return {}
     from .itf import write_itf
 
-    directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, str] = {}
     for result in report.results:
         if result.trace is not None and result.verdict == VIOLATED:
+            directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"{name}.{result.property.id}.itf.json"
             write_itf(result.trace, report.system, path, meta={"target": name})
             written[result.property.id] = str(path)
@@ -232,12 +632,15 @@ def _write_regressions(report: Report, name: str, directory: Path | None) -> Non
         return
     from .regression import regression_test_source
 
-    directory.mkdir(parents=True, exist_ok=True)
     for result in report.results:
         if result.trace is not None and result.verdict == VIOLATED:
+            directory.mkdir(parents=True, exist_ok=True)
             stem = f"test_{name}_{result.property.id}".replace(".", "_").replace(":", "_")
             path = directory / f"{stem}.py"
             path.write_text(regression_test_source(result.trace, name))
+
+
+MARKS = {OK: ("PASS", "32"), FINDING: ("FAIL", "31"), INCOMPLETE: ("INCOMPLETE", "33")}
 
 
 def _print_report(
@@ -245,18 +648,21 @@ def _print_report(
     name: str,
     target: Target | None,
     report: Report,
-    ok: bool,
+    status: str,
     written: dict[str, str],
-    variant: bool,
+    args: argparse.Namespace,
 ) -> None:
-    mark = _colour("PASS", "32", out) if ok else _colour("FAIL", "31", out)
-    scope = "complete" if report.complete else "INCOMPLETE (raise --max-states)"
+    text, code = MARKS.get(status, MARKS[INCOMPLETE])
+    scope = _stop_text(report, args) or "complete"
     print(
-        f"{mark} {name}: {report.states} states, {report.transitions} transitions, "
-        f"depth {report.depth}, {report.seconds:.2f}s ({report.rate:,.0f} states/s), {scope}",
+        f"{_colour(text, code, out)} {name}: {report.states} states, {report.transitions} "
+        f"transitions, depth {report.depth}, {report.seconds:.2f}s "
+        f"({report.rate:,.0f} states/s), {scope}",
         file=out,
     )
-    if variant and target is not None:
+    for note in report.notes:
+        print(f"  note: {note}", file=out)
+    if args.variants and target is not None:
         print(f"  expected: {target.expected}", file=out)
     for r in report.results:
         print(f"  {r.verdict:<9} {r.property.id}: {r.property.statement}", file=out)
@@ -277,22 +683,26 @@ def _print_report(
         untaken = report.system.component(cov.component).untaken
         for never in cov.never:
             print(f"    {_never_taken(never, untaken)}", file=out)
+    out.flush()
 
 
 def _report_json(
-    name: str, target: Target | None, report: Report, ok: bool, written: dict[str, str]
+    name: str, target: Target | None, report: Report, status: str, written: dict[str, str]
 ) -> dict[str, Any]:
     return {
         "name": name,
         "expected": target.expected if target else None,
-        "ok": ok,
+        "ok": status == OK,
+        "status": status,
         "states": report.states,
         "transitions": report.transitions,
         "depth": report.depth,
         "seconds": round(report.seconds, 4),
         "states_per_s": round(report.rate, 1),
         "complete": report.complete,
+        "stop": report.stop or None,
         "symmetry": report.symmetry,
+        "notes": list(report.notes),
         "properties": [
             {
                 "id": r.property.id,
@@ -328,11 +738,11 @@ def _cmd_symbolic(args: argparse.Namespace) -> int:
     from .symbolic import symbolic_check
 
     if not args.targets:
-        raise _usage("--symbolic needs at least one TARGET")
+        raise UsageError("--symbolic needs at least one TARGET")
     findings_total = 0
     rows: list[dict[str, Any]] = []
     for name in args.targets:
-        _, system, _ = resolve(name)
+        _, system, _ = _resolve(name)
         seen: set[str] = set()
         for comp in system.components:
             if comp.machine.name in seen:
@@ -348,7 +758,7 @@ def _cmd_symbolic(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": findings_total == 0, "findings": rows}, indent=2))
     elif findings_total == 0:
         print("no symbolic findings")
-    return 0 if findings_total == 0 else 1
+    return EXIT_OK if findings_total == 0 else EXIT_FINDING
 
 
 # -- replay --------------------------------------------------------------------
@@ -360,14 +770,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     if args.adapter:
         return _replay_adapter(args)
-    _, system = system_for_trace(args.trace, args.target)
+    from .itf import read_header
+
+    name = args.target or str(read_header(args.trace).get("target") or "")
+    _, system = _guard_user_code(name, lambda: system_for_trace(args.trace, args.target))
     result = replay(system, args.trace)
     if result.trace is not None:
         print(result.trace.table(system))
     print(result.explain(system))
     if not result.reproduced:
         raise TraceFileError(str(args.trace), None, "the trace no longer shows what it recorded")
-    return 1 if result.verdict == VIOLATED else 0
+    return EXIT_FINDING if result.verdict == VIOLATED else EXIT_OK
 
 
 def _replay_adapter(args: argparse.Namespace) -> int:
@@ -383,9 +796,9 @@ def _replay_adapter(args: argparse.Namespace) -> int:
     finding = replay_with_adapter(system, trace, factory, known={})
     if finding is None:
         print(f"no finding: {args.adapter} now behaves as the model predicts along this trace")
-        return 0
+        return EXIT_OK
     print(f"{finding.kind} {finding.property_id}: {finding.detail}")
-    return 1
+    return EXIT_FINDING
 
 
 # -- fuzz ----------------------------------------------------------------------
@@ -393,9 +806,11 @@ def _replay_adapter(args: argparse.Namespace) -> int:
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     from .fuzz import fuzz
-    from .itf import write_itf
     from .registry import resolve_adapter
 
+    _require_positive_float(args.budget, "--budget", "seconds", 60)
+    _require_positive_int(args.max_examples, "--max-examples", "examples", 100)
+    _require_writable_dir(args.trace_out, "--trace-out")
     system, factory, spec = resolve_adapter(args.target, args.adapter)
     max_examples = args.max_examples
     if args.budget is None and max_examples is None:
@@ -410,18 +825,31 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         known={} if args.no_known else None,
         swarm=not args.no_swarm,
     )
-    trace_file = None
+    trace_file, failure = None, None
     if report.finding is not None:
-        args.trace_out.mkdir(parents=True, exist_ok=True)
-        safe = spec.name.replace(":", "_")
-        trace_file = args.trace_out / f"{system.name}.{safe}.{report.finding.property_id}.itf.json"
-        meta = {"target": args.target, "adapter": spec.name}
-        write_itf(report.finding.trace, system, trace_file, meta=meta)
+        try:
+            trace_file = _write_fuzz_trace(report, args, spec.name)
+        except OSError as exc:
+            failure = _output_error("--trace-out", exc)
     if args.json:
         print(json.dumps(_fuzz_json(report, spec.name, trace_file), indent=2))
     else:
         _print_fuzz(report, spec.name, trace_file)
-    return 0 if report.ok else 1
+    if failure is not None:
+        raise failure
+    return EXIT_OK if report.ok else EXIT_FINDING
+
+
+def _write_fuzz_trace(report: Any, args: argparse.Namespace, adapter: str) -> Path:
+    from .itf import write_itf
+
+    finding = report.finding
+    args.trace_out.mkdir(parents=True, exist_ok=True)
+    safe = adapter.replace(":", "_")
+    path: Path = args.trace_out / f"{report.system.name}.{safe}.{finding.property_id}.itf.json"
+    meta = {"target": args.target, "adapter": adapter}
+    write_itf(finding.trace, report.system, path, meta=meta)
+    return path
 
 
 def _fuzz_json(report: Any, adapter: str, trace_file: Path | None) -> dict[str, Any]:
@@ -491,36 +919,57 @@ def _never_taken(name: str, untaken: Mapping[str, str]) -> str:
 # -- terminal helpers ----------------------------------------------------------
 
 
-def _usage(message: str) -> StatecoreError:
-    return StatecoreError(message)
-
-
 def _colour(text: str, code: str, stream: TextIO) -> str:
     if os.environ.get("NO_COLOR") or not stream.isatty():
         return text
     return f"\033[{code}m{text}\033[0m"
 
 
-_progress_shown = False
+class _TerminalProgress:
+    """A progress line rewritten in place on a terminal."""
 
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
 
-def _progress_printer() -> Any:
-    def show(p: Progress) -> None:
-        global _progress_shown
-        _progress_shown = True
-        sys.stderr.write(
+    def __call__(self, p: Progress) -> None:
+        self.shown = True
+        self.stream.write(
             f"\r{p.states:,} states  {p.rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}   "
         )
-        sys.stderr.flush()
+        self.stream.flush()
 
-    return show
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.shown = False
 
 
-def _clear_progress() -> None:
-    global _progress_shown
-    if _progress_shown:
-        sys.stderr.write("\r\033[K")
-        _progress_shown = False
+class _LogProgress:
+    """One plain progress line every `PROGRESS_INTERVAL` seconds, so a CI log shows life."""
+
+    def __init__(self, name: str, stream: TextIO) -> None:
+        self.name = name
+        self.stream = stream
+        self.last = time.monotonic()
+
+    def __call__(self, p: Progress) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        self.stream.write(
+            f"statecore: checking {self.name}: {p.states:,} states, {p.rate:,.0f} states/s, "
+            f"depth {p.depth}, queue {p.queue:,}, {p.seconds:.0f}s\n"
+        )
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Nothing to clear: each line stands on its own."""
+
+
+def _progress_printer(name: str, stream: TextIO) -> _TerminalProgress | _LogProgress:
+    return _TerminalProgress(stream) if stream.isatty() else _LogProgress(name, stream)
 
 
 if __name__ == "__main__":

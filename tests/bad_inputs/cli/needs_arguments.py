@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from statecore.system import System
 from tiny import counter
+
+from statecore.system import System
 
 
 def make_system(limit: int, *, name: str = "tiny") -> System:

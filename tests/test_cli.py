@@ -1,0 +1,521 @@
+"""The command line's contract: one exit code per outcome, one-line errors, nothing lost.
+
+The bad inputs are a corpus: user modules with the defects and a table of command
+lines (``tests/bad_inputs/cli/cases.toml``), each with its exit code and a fragment
+of its message. The tests here run that table, then the outcomes a table cannot
+set up: a variant not caught, a replayed violation, Ctrl-C, a crash inside
+statecore, a progress line, an output that fails after the work was done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import io
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statecore import cli
+from statecore.cli import main
+from statecore.errors import StatecoreError
+from statecore.explore import ExplorationInterrupted, Progress, Report, explore
+from statecore.registry import Target
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest brings tomli
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "bad_inputs" / "cli"
+CASES: list[dict[str, Any]] = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]
+MODULES = sorted(
+    {p.name.split(".")[0] for p in CORPUS.iterdir() if p.name.endswith((".py", ".py.txt"))}
+)
+EXIT_CODES = {0, 1, 2, 3, 4, 130}
+
+
+def install_corpus(directory: Path) -> Path:
+    """The corpus modules as an importable folder (``x.py.txt`` installed as ``x.py``)."""
+    for source in CORPUS.iterdir():
+        if source.name.endswith(".py.txt"):
+            shutil.copy(source, directory / source.name.removesuffix(".txt"))
+        elif source.suffix == ".py":
+            shutil.copy(source, directory / source.name)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install_corpus(tmp_path_factory.mktemp("user_modules"))
+
+
+@pytest.fixture
+def scratch(corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A scratch working directory with the corpus importable; each test imports it afresh."""
+    monkeypatch.syspath_prepend(str(corpus_dir))
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    for name in MODULES:
+        sys.modules.pop(name, None)
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    """``statecore ARGV`` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = main(list(argv))
+    finally:
+        sys.stdout, sys.stderr = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+# -- the table of bad inputs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case(case: dict[str, Any], scratch: Path) -> None:
+    a_file = scratch / "a_file.txt"
+    a_file.write_text("not a directory\n")
+
+    def fill(text: str) -> str:
+        return text.replace("{tmp}", str(scratch)).replace("{file}", str(a_file))
+
+    code, out, err = run(*[fill(a) for a in case["argv"]])
+    assert code == case["exit"], f"stdout:\n{out}\nstderr:\n{err}"
+    assert "Traceback" not in err
+    first = err.splitlines()[0] if err else ""
+    for fragment in case.get("stderr", []):
+        assert fill(fragment) in first, err
+    for fragment in case.get("stdout", []):
+        assert fill(fragment) in out, out
+    if case["exit"] == 2:
+        assert first.startswith("statecore: error: "), err
+        if case.get("lines", "one") == "one":
+            assert len(err.splitlines()) == 1, err
+
+
+def test_the_table_covers_every_exit_code_a_command_line_can_set_up() -> None:
+    assert {c["exit"] for c in CASES} == EXIT_CODES - {3, 130}  # those two: below
+    assert len({c["id"] for c in CASES}) == len(CASES)
+
+
+def test_docs_list_each_exit_code_once() -> None:
+    section = (ROOT / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = [
+        line.split("|")[1].strip(" `") for line in section.splitlines() if line.startswith("| `")
+    ]
+    assert sorted(int(code) for code in rows) == sorted(EXIT_CODES)
+
+
+def test_help_is_success() -> None:
+    code, out, _ = run("check", "--help")
+    assert code == 0 and "--max-memory GB" in out and "130 interrupted" in out
+
+
+# -- findings the table cannot set up ----------------------------------------------------
+
+
+def as_variant(monkeypatch: pytest.MonkeyPatch, path: str, expected: str) -> None:
+    """Make `path` the only bundled variant, declaring `expected`."""
+    variant = Target("tiny_variant", path, expected)
+    monkeypatch.setattr(cli, "bundled", lambda: (variant,))
+    monkeypatch.setattr("statecore.registry.bundled", lambda: (variant,))
+
+
+def test_a_variant_not_caught_as_declared_is_a_finding(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_variant(monkeypatch, "tiny:SYSTEM", "violates:small")
+    code, out, _ = run("check", "--variants")
+    assert code == 1
+    assert "FAIL tiny_variant" in out and "expected: violates:small" in out
+
+
+def test_a_variant_caught_as_declared_passes(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_variant(monkeypatch, "tiny:BROKEN", "violates:below_two")
+    code, out, _ = run("check", "--variants")
+    assert code == 0 and "PASS tiny_variant" in out
+
+
+def test_a_variant_cut_short_by_a_bound_is_incomplete(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_variant(monkeypatch, "big_space:SYSTEM", "violates:bounded")
+    code, out, _ = run("check", "--variants", "--max-states", "500")
+    assert code == 4 and "INCOMPLETE tiny_variant" in out
+
+
+def test_a_replayed_trace_that_still_violates_is_a_finding(scratch: Path) -> None:
+    assert run("check", "tiny:BROKEN", "--trace-out", "traces")[0] == 1
+    (trace,) = (scratch / "traces").iterdir()
+    code, out, _ = run("replay", str(trace), "--target", "tiny:BROKEN")
+    assert code == 1 and "violated at step 2" in out
+
+
+def test_replay_reports_a_broken_user_target_in_one_line(scratch: Path) -> None:
+    run("check", "tiny:BROKEN", "--trace-out", "traces")
+    (trace,) = (scratch / "traces").iterdir()
+    itf = json.loads(trace.read_text())
+    itf["#meta"]["target"] = "raises_on_import:SYSTEM"
+    trace.write_text(json.dumps(itf))
+    code, _, err = run("replay", str(trace), "--target", "raises_on_import:SYSTEM")
+    assert code == 2
+    assert err.startswith("statecore: error: ") and len(err.splitlines()) == 1
+    assert "importing 'raises_on_import' raised KeyError: 'queue_sizes'" in err
+
+
+# -- nothing computed is lost ------------------------------------------------------------
+
+
+def refuse_to_explore(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explore_(*args: object, **kwargs: object) -> Report:
+        raise AssertionError("explored although the command line was refused")
+
+    monkeypatch.setattr(cli, "explore", explore_)
+
+
+@pytest.mark.parametrize("flag", ["--trace-out", "--regression-out"])
+def test_an_unusable_output_directory_is_refused_before_exploring(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
+    (scratch / "taken").write_text("")
+    refuse_to_explore(monkeypatch)
+    code, _, err = run("check", "tiny:BROKEN", flag, "taken")
+    assert code == 2 and f"{flag} taken: is a file" in err
+
+
+def test_an_unwritable_output_directory_is_refused_before_exploring(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = scratch / "locked"
+    locked.mkdir()
+    real_access = os.access
+
+    # Root may write anywhere: say what a user without the permission would be told.
+    def access(path: str, mode: int) -> bool:
+        return Path(path).resolve() != locked and real_access(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    refuse_to_explore(monkeypatch)
+    code, _, err = run("check", "tiny:BROKEN", "--trace-out", "locked/traces")
+    assert code == 2
+    assert f"--trace-out locked/traces: {locked.name} is not writable" in err
+
+
+def test_fuzz_refuses_its_trace_directory_before_fuzzing(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (scratch / "taken").write_text("")
+
+    def fuzz(*args: object, **kwargs: object) -> None:
+        raise AssertionError("fuzzed although the command line was refused")
+
+    monkeypatch.setattr("statecore.fuzz.fuzz", fuzz)
+    argv = ["fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_6670"]
+    code, _, err = run(*argv, "--trace-out", "taken")
+    assert code == 2 and "--trace-out taken: is a file" in err
+
+
+def test_a_write_that_fails_after_exploring_keeps_the_report(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object) -> dict[str, str]:
+        raise OSError(errno.ENOSPC, "No space left on device", "traces/x.itf.json")
+
+    monkeypatch.setattr(cli, "_write_traces", full_disk)
+    code, out, err = run("check", "tiny:BROKEN", "--trace-out", "traces")
+    assert code == 2
+    assert "FAIL tiny:BROKEN" in out and "count()" in out  # the trace table is still shown
+    assert "cannot write traces/x.itf.json: No space left on device" in err
+
+
+def test_json_keeps_the_reports_made_before_an_error(scratch: Path) -> None:
+    code, out, err = run("check", "tiny:SYSTEM", "action_raises:SYSTEM", "tiny:BROKEN", "--json")
+    assert code == 2 and err.startswith("statecore: error: ")
+    doc = json.loads(out)
+    assert doc["status"] == "error" and "ZeroDivisionError" in doc["error"]
+    assert [t["name"] for t in doc["targets"]] == ["tiny:SYSTEM"]
+    assert doc["not_checked"] == ["action_raises:SYSTEM", "tiny:BROKEN"]
+
+
+def test_text_names_the_targets_an_error_left_unchecked(scratch: Path) -> None:
+    code, out, _ = run("check", "tiny:SYSTEM", "syntax_error:SYSTEM", "tiny:BROKEN")
+    assert code == 2
+    assert "PASS tiny:SYSTEM" in out and "not checked: tiny:BROKEN" in out
+
+
+# -- internal errors ---------------------------------------------------------------------
+
+
+def crash_inside_statecore(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explore_(*args: object, **kwargs: object) -> Report:
+        raise RuntimeError("a bug in the explorer")
+
+    monkeypatch.setattr(cli, "explore", explore_)
+
+
+def test_a_crash_inside_statecore_is_an_internal_error(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crash_inside_statecore(monkeypatch)
+    code, _, err = run("check", "tiny:SYSTEM")
+    assert code == 3
+    lines = err.splitlines()
+    assert lines[0] == "statecore: internal error: RuntimeError: a bug in the explorer"
+    assert "Traceback (most recent call last):" in err and "in explore_" in err
+    assert "this is a bug in statecore, not in the code under test" in lines[-1]
+
+
+def test_an_internal_error_under_json_still_prints_a_document(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crash_inside_statecore(monkeypatch)
+    code, out, _ = run("check", "tiny:SYSTEM", "--json")
+    assert code == 3
+    doc = json.loads(out)
+    assert doc["status"] == "error" and "a bug in the explorer" in doc["error"]
+
+
+def test_a_crash_inside_fuzz_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fuzz(*args: object, **kwargs: object) -> None:
+        raise KeyError("lost")
+
+    monkeypatch.setattr("statecore.fuzz.fuzz", fuzz)
+    code, _, err = run("fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_6670")
+    assert code == 3 and err.startswith("statecore: internal error: KeyError: 'lost'")
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------
+
+
+def interrupted_report(scratch: Path) -> Report:
+    """A partial report as `explore` gives it on Ctrl-C."""
+    from big_space import SYSTEM
+
+    report = explore(SYSTEM, max_states=500, stop_on_violation=False)
+    return replace(report, stop="interrupted", complete=False)
+
+
+def interrupt_exploring(monkeypatch: pytest.MonkeyPatch, report: Report) -> None:
+    def explore_(*args: object, **kwargs: object) -> Report:
+        raise ExplorationInterrupted(report)
+
+    monkeypatch.setattr(cli, "explore", explore_)
+
+
+def test_ctrl_c_prints_the_partial_report(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupt_exploring(monkeypatch, interrupted_report(scratch))
+    code, out, err = run("check", "big_space:SYSTEM", "tiny:SYSTEM")
+    assert code == 130
+    head = out.splitlines()[0]
+    assert head.startswith("INCOMPLETE big_space:SYSTEM: 500 states")
+    assert "interrupted (Ctrl-C) before every property was decided" in head
+    assert "unknown   bounded" in out and "not checked: tiny:SYSTEM" in out
+    assert "statecore: interrupted" in err
+
+
+def test_ctrl_c_under_json_prints_a_valid_document(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupt_exploring(monkeypatch, interrupted_report(scratch))
+    code, out, _ = run("check", "big_space:SYSTEM", "tiny:SYSTEM", "--json")
+    assert code == 130
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["status"] == "interrupted"
+    (entry,) = doc["targets"]
+    assert entry["status"] == "interrupted" and entry["stop"] == "interrupted"
+    assert [p["verdict"] for p in entry["properties"]] == ["unknown"]
+    assert doc["not_checked"] == ["tiny:SYSTEM"]
+
+
+def test_ctrl_c_while_loading_a_target_exits_130(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def resolve(name: str) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_resolve", resolve)
+    code, out, err = run("check", "tiny:SYSTEM", "--json")
+    assert code == 130 and json.loads(out)["interrupted"] is True
+    assert err.strip() == "statecore: interrupted"
+
+
+def test_ctrl_c_on_a_running_check(corpus_dir: Path, tmp_path: Path) -> None:
+    """A real SIGINT, sent once the first progress line shows the search is under way."""
+    program = (
+        "import sys, statecore.cli as cli\n"
+        "cli.PROGRESS_INTERVAL = 0.0\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    path = os.pathsep.join(filter(None, [str(corpus_dir), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", program, "check", "big_space:SYSTEM", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("statecore: checking big_space:SYSTEM: "), first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate()
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True
+    (entry,) = doc["targets"]
+    assert entry["states"] > 0 and entry["stop"] == "interrupted"
+    assert [p["verdict"] for p in entry["properties"]] == ["unknown"]
+    assert "statecore: interrupted" in err and "Traceback" not in err
+
+
+# -- progress and the default bounds ---------------------------------------------------
+
+
+def sample(seconds: float) -> Progress:
+    return Progress(states=1000, transitions=3000, depth=7, queue=12, seconds=seconds)
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    show = cli._progress_printer("m", stream)
+    for tick in range(1, 51):  # the explorer samples twice a second: 25 s
+        clock[0] = 100.0 + tick / 2
+        show(sample(tick / 2))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == int(25 // cli.PROGRESS_INTERVAL)
+    assert lines[0] == ("statecore: checking m: 1,000 states, 100 states/s, depth 7, queue 12, 10s")
+
+
+def test_progress_on_a_terminal_rewrites_one_line() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    show = cli._progress_printer("m", stream)
+    show(sample(1.0))
+    show.clear()
+    assert stream.getvalue().startswith("\r1,000 states  1,000 states/s")
+    assert stream.getvalue().endswith("\r\033[K")
+
+
+def test_check_shows_life_on_stderr_when_it_is_not_a_terminal(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)
+    code, _, err = run("check", "big_space:SYSTEM", "--max-states", "200000")
+    assert code == 4
+    assert err.startswith("statecore: checking big_space:SYSTEM: ")
+
+
+def spy_on_explore(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    def explore_(system: Any, **kwargs: Any) -> Report:
+        seen.update(kwargs)
+        return explore(system, **kwargs)
+
+    monkeypatch.setattr(cli, "explore", explore_)
+    return seen
+
+
+def test_check_bounds_memory_by_default(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = {"SC_PHYS_PAGES": 4 * 2**20, "SC_PAGE_SIZE": 4096}  # 16 GiB
+    monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
+    seen = spy_on_explore(monkeypatch)
+    assert run("check", "tiny:SYSTEM")[0] == 0
+    assert seen["max_memory"] == int(16 * 2**30 * cli.MEMORY_FRACTION)
+    assert seen["max_states"] is None
+
+
+def test_without_a_known_memory_size_there_is_no_default_bound(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def sysconf(name: str) -> int:
+        raise ValueError(name)
+
+    monkeypatch.setattr(os, "sysconf", sysconf)
+    seen = spy_on_explore(monkeypatch)
+    assert run("check", "tiny:SYSTEM")[0] == 0
+    assert seen["max_memory"] is None
+
+
+def test_max_memory_is_given_in_gigabytes(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = spy_on_explore(monkeypatch)
+    assert run("check", "tiny:SYSTEM", "--max-memory", "1.5", "--max-states", "10")[0] == 0
+    assert seen["max_memory"] == int(1.5 * 2**30) and seen["max_states"] == 10
+
+
+def test_notes_are_printed_under_the_verdict_line_and_in_json(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = "symmetry reduction was turned off: property 'x' tells ids apart"
+
+    def explore_(system: Any, **kwargs: Any) -> Report:
+        return replace(explore(system, **kwargs), notes=(note,))
+
+    monkeypatch.setattr(cli, "explore", explore_)
+    out = run("check", "tiny:SYSTEM")[1].splitlines()
+    assert out[0].startswith("PASS tiny:SYSTEM") and out[1] == f"  note: {note}"
+    (entry,) = json.loads(run("check", "tiny:SYSTEM", "--json")[1])["targets"]
+    assert entry["notes"] == [note]
+
+
+# -- the fuzz API checks its limits too ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"budget": math.nan}, "budget"),
+        ({"budget": -1.0}, "budget"),
+        ({"budget": math.inf}, "budget"),
+        ({"max_examples": 0}, "max_examples"),
+        ({"max_examples": -5}, "max_examples"),
+    ],
+)
+def test_fuzz_refuses_limits_that_never_stop_or_never_start(
+    limits: dict[str, Any], message: str
+) -> None:
+    from statecore.fuzz import fuzz
+    from statecore.registry import resolve_adapter
+
+    system, factory, _ = resolve_adapter("chunk_transfer", "model:chunk_transfer_6670")
+    with pytest.raises(StatecoreError, match=message):
+        fuzz(system, factory, **limits)
+
+
+def test_parser_errors_are_one_line() -> None:
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert all(isinstance(p, cli._Parser) for p in sub.choices.values())
