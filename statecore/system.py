@@ -399,7 +399,10 @@ class System:
 
     `init` (optional) runs once on the empty state to build the initial one
     (spawn instances, fill queues). `properties` are the checks the explorer
-    and the fuzzer run (see `statecore.properties`).
+    and the fuzzer run (see `statecore.properties`). `equivalent_mutants`
+    maps the id of a mutant (see `statecore.mutation`) that behaves like the
+    model itself to the reason why, so an adequacy report does not count it
+    as a blind spot of the spec.
     """
 
     name: str
@@ -409,6 +412,7 @@ class System:
     init: Callable[[Tx], None] | None = None
     properties: tuple[Any, ...] = ()
     doc: str = ""
+    equivalent_mutants: Mapping[str, str] = field(default_factory=dict)
     _slot_index: dict[tuple[str, Hashable], int] = field(init=False, repr=False)
     _global_index: dict[str, int] = field(init=False, repr=False)
     _components: dict[str, Component] = field(init=False, repr=False)
@@ -427,6 +431,7 @@ class System:
         init: Callable[[Tx], None] | None = None,
         properties: Iterable[Any] = (),
         doc: str = "",
+        equivalent_mutants: Mapping[str, str] | None = None,
     ) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "name", name)
@@ -436,6 +441,7 @@ class System:
         setattr_(self, "init", init)
         setattr_(self, "properties", tuple(properties))
         setattr_(self, "doc", doc)
+        setattr_(self, "equivalent_mutants", dict(equivalent_mutants or {}))
         self._validate()
         setattr_(
             self,
