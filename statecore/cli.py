@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_replay.set_defaults(func=_cmd_replay)
     add_diagram_parser(sub)
+    sub.choices["diagram"].set_defaults(func=_cmd_diagram)
     _add_fuzz_parser(sub)
     return parser
 
@@ -274,6 +276,25 @@ def _require_writable_dir(path: Path | None, flag: str) -> None:
         raise UsageError(
             f"{flag} {path}: {ancestor} is not writable; give a directory you can write to"
         )
+    try:
+        _probe_write(path, ancestor)
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a directory you "
+            f"can write to"
+        ) from None
+
+
+def _probe_write(path: Path, ancestor: Path) -> None:
+    """Write in `path` (or make its first missing part) and undo it: what access() misses."""
+    if ancestor == path:
+        with tempfile.TemporaryFile(dir=path):
+            return
+    first = path
+    while first.parent != ancestor:
+        first = first.parent
+    first.mkdir()
+    first.rmdir()
 
 
 def _output_error(flag: str, exc: OSError) -> UsageError:
@@ -799,6 +820,19 @@ def _replay_adapter(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{finding.kind} {finding.property_id}: {finding.detail}")
     return EXIT_FINDING
+
+
+# -- diagram -------------------------------------------------------------------
+
+
+def _cmd_diagram(args: argparse.Namespace) -> int:
+    """`statecore.diagram.run`, after loading a user's target where its failures are one line."""
+    from .diagram import run
+
+    if args.trace is None and ":" in args.target:
+        _resolve(args.target)  # imported once; run() finds the module loaded
+    code: int = run(args)
+    return code
 
 
 # -- fuzz ----------------------------------------------------------------------

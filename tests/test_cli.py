@@ -220,6 +220,20 @@ def test_an_unwritable_output_directory_is_refused_before_exploring(
     assert f"--trace-out locked/traces: {locked.name} is not writable" in err
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a /proc file system")
+def test_a_directory_that_cannot_be_made_is_refused_before_exploring(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_to_explore(monkeypatch)  # /proc looks writable to root, yet takes no new entries
+    code, _, err = run("check", "tiny:BROKEN", "--regression-out", "/proc/statecore-tests")
+    assert code == 2 and "--regression-out /proc/statecore-tests: cannot write there" in err
+
+
+def test_checking_an_output_directory_leaves_nothing_behind(scratch: Path) -> None:
+    assert run("check", "tiny:SYSTEM", "--trace-out", "out/traces")[0] == 0
+    assert not (scratch / "out").exists()
+
+
 def test_fuzz_refuses_its_trace_directory_before_fuzzing(
     scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
