@@ -59,7 +59,7 @@ import os
 import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, BinaryIO, NamedTuple, TypeAlias
 
 from .definition import Machine, Output, Snapshot
 from .errors import ActionError, StatecoreError
@@ -98,8 +98,8 @@ _SPECIAL = frozenset({"#bigint", "#tup", "#set", "#map", "#unserializable"})
 # about ten JSON levels deep, so a hundred leaves room for any model.
 MAX_DIGITS = 4300
 MAX_DEPTH = 100
-# The header is the file's first member when statecore wrote it: read a prefix.
-_HEAD_BYTES = 1 << 16
+# A file is read in chunks of this many bytes; what was parsed is dropped.
+_CHUNK = 1 << 20
 
 
 class TraceFileError(StatecoreError):
@@ -616,57 +616,74 @@ def _too_deep(obj: object, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def _check_value(obj: Json, where: str, depth: int = 1) -> str | None:
-    """The first problem with `obj` as an ITF value, or None.
+_Problem: TypeAlias = tuple[list[str], str]  # the path to the culprit (innermost first), what
+
+
+def _check_value(obj: Json, where: str) -> str | None:
+    """The first problem with `obj` as an ITF value (at `where`), or None.
 
     Bounded: more than `MAX_DEPTH` levels of nesting or an integer of more
     than `MAX_DIGITS` digits is a problem, so decoding a checked value
-    cannot exhaust the stack or stall in a conversion.
+    cannot exhaust the stack or stall in a conversion. The path to the
+    culprit is only spelled out when there is one.
     """
+    found = _value_problem(obj, 1)
+    if found is None:
+        return None
+    path, problem = found
+    at = where + "".join(reversed(path))
+    return f"{at if len(at) <= 60 else at[:57] + '...'}: {problem}"
+
+
+def _value_problem(obj: Json, depth: int) -> _Problem | None:
     if isinstance(obj, (bool, str, int)):
         return None
     if isinstance(obj, (list, dict)) and depth > MAX_DEPTH:
-        at = where if len(where) <= 40 else where[:37] + "..."
-        return f"{at}: values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
+        return [], f"values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
     if isinstance(obj, list):
         for i, item in enumerate(obj):
-            problem = _check_value(item, f"{where}[{i}]", depth + 1)
-            if problem:
-                return problem
+            found = _value_problem(item, depth + 1)
+            if found is not None:
+                found[0].append(f"[{i}]")
+                return found
         return None
     if isinstance(obj, dict):
         special = _SPECIAL.intersection(obj)
         if special:
-            return _check_special(obj, sorted(special)[0], where, depth)
+            return _special_problem(obj, sorted(special)[0], depth)
         for name, item in obj.items():
             if name.startswith("#"):
-                return f"{where}: unknown special field {name!r}"
-            problem = _check_value(item, f"{where}.{name}", depth + 1)
-            if problem:
-                return problem
+                return [], f"unknown special field {name!r}"
+            found = _value_problem(item, depth + 1)
+            if found is not None:
+                found[0].append(f".{name}")
+                return found
         return None
     if obj is None:
-        return f"{where}: null is not an ITF value"
-    return f"{where}: the JSON number {obj!r} is not an ITF value (write integers as #bigint)"
+        return [], "null is not an ITF value"
+    return [], f"the JSON number {obj!r} is not an ITF value (write integers as #bigint)"
 
 
-def _check_special(obj: dict[str, Json], key: str, where: str, depth: int) -> str | None:
+def _special_problem(obj: dict[str, Json], key: str, depth: int) -> _Problem | None:
     """The first problem with a ``{"#bigint": ...}``-style value, or None."""
     if len(obj) != 1:
-        return f"{where}: {key} must be the only field of its object"
+        return [], f"{key} must be the only field of its object"
     inner = obj[key]
     if key == "#bigint":
         if not isinstance(inner, str) or _BIGINT.fullmatch(inner) is None:
-            return f"{where}: #bigint needs a string of digits"
+            return [], "#bigint needs a string of digits"
         problem = _digits_problem(inner)
-        return None if problem is None else f"{where}: {problem}"
+        return None if problem is None else ([], problem)
     if key == "#unserializable":
-        return None if isinstance(inner, str) else f"{where}: #unserializable needs text"
+        return None if isinstance(inner, str) else ([], "#unserializable needs text")
     if not isinstance(inner, list):
-        return f"{where}: {key} needs a JSON list"
+        return [], f"{key} needs a JSON list"
     if key == "#map" and not all(isinstance(p, list) and len(p) == 2 for p in inner):
-        return f"{where}: #map needs a list of [key, value] pairs"
-    return _check_value(inner, f"{where}.{key}", depth + 1)
+        return [], "#map needs a list of [key, value] pairs"
+    found = _value_problem(inner, depth + 1)
+    if found is not None:
+        found[0].append(f".{key}")
+    return found
 
 
 def _check_header(meta: object, path: str | None) -> dict[str, Json]:
@@ -734,10 +751,6 @@ def _check_state(
     smeta = state.get("#meta", {})
     if not isinstance(smeta, dict):
         raise TraceFileError(path, index, "'#meta' must be an object")
-    if _too_deep(smeta):
-        raise TraceFileError(
-            path, index, f"'#meta' nests more than {MAX_DEPTH} levels deep ({_REGENERATE})"
-        )
     if "index" in smeta and smeta["index"] != index:
         raise TraceFileError(path, index, f"'#meta.index' is {_brief(smeta['index'])}")
     for name in names:
@@ -807,38 +820,6 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def _read_text(path: PathLike, where: str) -> str:
-    """The file's text; unreadable or non-UTF-8 bytes raise `TraceFileError`."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise TraceFileError(where, None, f"cannot read the file: {exc.strerror or exc}") from None
-    return _utf8(data, where, final=True)
-
-
-def _read_head(path: PathLike, where: str) -> tuple[str, bool]:
-    """The file's first `_HEAD_BYTES` as text, and whether that is the whole file."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(_HEAD_BYTES)
-    except OSError as exc:
-        raise TraceFileError(where, None, f"cannot read the file: {exc.strerror or exc}") from None
-    whole = len(data) < _HEAD_BYTES
-    return _utf8(data, where, final=whole), whole
-
-
-def _utf8(data: bytes, where: str, *, final: bool) -> str:
-    try:
-        return codecs.getincrementaldecoder("utf-8")().decode(data, final=final)
-    except UnicodeDecodeError as exc:
-        raise TraceFileError(
-            where,
-            None,
-            f"not UTF-8 text (byte {exc.start} is {data[exc.start]:#04x}); an ITF trace is "
-            "JSON text - is this the right file?",
-        ) from None
-
-
 class _Members:
     """The top-level members of an ITF object already in memory.
 
@@ -869,15 +850,23 @@ class _Document(_Members):
     a time by `states`, so a reader that stops at a bad state has parsed
     nothing after it; then the members after them. (A file whose ``"#meta"``
     or ``"vars"`` follows its states is parsed whole by `open`: statecore
-    never writes one.)
+    never writes one.) Only a window of the text is held - the file is read
+    in chunks and what was parsed is dropped - so a large trace costs the
+    memory of its decoded states, not of its text.
     """
 
-    def __init__(self, text: str, path: str) -> None:
+    def __init__(self, stream: BinaryIO, path: str) -> None:
         super().__init__({})
-        self.text = text
         self.path = path
         self.decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_int=_parse_int)
+        self.text = ""  # the window: the file's text from character `base` on
         self.pos = 0
+        self._stream = stream
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._bytes = 0  # bytes read so far
+        self._eof = False
+        self._lines = 0  # newlines before the window
+        self._column = 0  # characters after the last of them
         self._states_at = 0
         self._members: Iterator[tuple[str, int]] = iter(())
 
@@ -902,7 +891,7 @@ class _Document(_Members):
         self._end()
 
     def header(self) -> Json:
-        """The ``"#meta"`` member (``{}`` if none), parsing no more than it takes to reach it."""
+        """The ``"#meta"`` member (``{}`` if none), reading no further than it takes to reach it."""
         for key, pos in self._each_member(self._start()):
             if key == "#meta":
                 return self._value(pos, None)[0]
@@ -917,7 +906,7 @@ class _Document(_Members):
     # -- the JSON around the members ----------------------------------------------------
 
     def _start(self) -> int:
-        pos = self._skip(1 if self.text.startswith("\ufeff") else 0)
+        pos = self._skip(1 if self._at(0, "\ufeff") else 0)
         if pos == len(self.text):
             raise TraceFileError(
                 self.path, None, "the file is empty; an ITF trace is a JSON object"
@@ -975,7 +964,7 @@ class _Document(_Members):
             value, pos = self._value(pos, index)
             yield value
             index += 1
-            pos = self._skip(pos)
+            pos = self._skip(self._drop(pos))
             if self._at(pos, ","):
                 pos = self._skip(pos + 1)
             elif self._at(pos, "]"):
@@ -990,35 +979,83 @@ class _Document(_Members):
             raise self._bad(pos, None, "extra data after the trace object")
 
     def _value(self, pos: int, step: int | None) -> tuple[Json, int]:
-        try:
-            value, end = self.decoder.raw_decode(self.text, pos)
-        except json.JSONDecodeError as exc:
-            raise self._bad(exc.pos, step, exc.msg) from None
-        except _DuplicateKey as exc:
-            problem = f"bad JSON: key {exc.args[0]!r} appears twice"
-            raise TraceFileError(self.path, step, problem) from None
-        except _LongInteger as exc:
-            raise TraceFileError(self.path, step, str(exc)) from None
-        except RecursionError:
-            problem = (
-                f"values nest too deeply to read: more than {MAX_DEPTH} levels ({_REGENERATE})"
-            )
-            raise TraceFileError(self.path, step, problem) from None
-        return value, end
+        """The JSON value at `pos` and where it ends, reading on while the window cuts it."""
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.text, pos)
+            except json.JSONDecodeError as exc:
+                if self._more(len(self.text) - pos):
+                    continue
+                raise self._bad(exc.pos, step, exc.msg) from None
+            except _DuplicateKey as exc:
+                problem = f"bad JSON: key {exc.args[0]!r} appears twice"
+                raise TraceFileError(self.path, step, problem) from None
+            except _LongInteger as exc:
+                raise TraceFileError(self.path, step, str(exc)) from None
+            except RecursionError:
+                problem = f"values nest too deeply to read: more than {MAX_DEPTH} levels"
+                raise TraceFileError(self.path, step, f"{problem} ({_REGENERATE})") from None
+            # A number the window cuts short parses: it is whole only if something follows.
+            if end < len(self.text) or not self._more(len(self.text) - pos):
+                return value, end
 
     def _bad(self, pos: int, step: int | None, problem: str) -> TraceFileError:
-        at = json.JSONDecodeError(problem, self.text, pos)
+        before = self.text[:pos]
+        newlines = before.count("\n")
+        line = self._lines + newlines + 1
+        column = pos - before.rfind("\n") if newlines else self._column + pos + 1
         ending = " (the file ends early: is it truncated?)" if pos >= len(self.text) else ""
         return TraceFileError(
-            self.path, step, f"bad JSON at line {at.lineno}, column {at.colno}: {problem}{ending}"
+            self.path, step, f"bad JSON at line {line}, column {column}: {problem}{ending}"
         )
 
+    # -- the window ------------------------------------------------------------------------
+
+    def _more(self, at_least: int = 0) -> bool:
+        """Read on (at least `at_least` more bytes, or a chunk); False at the end of the file."""
+        if self._eof:
+            return False
+        try:
+            data = self._stream.read(max(_CHUNK, at_least))
+        except OSError as exc:
+            problem = f"cannot read the file: {exc.strerror or exc}"
+            raise TraceFileError(self.path, None, problem) from None
+        self._eof = not data
+        try:
+            self.text += self._utf8.decode(data, final=self._eof)
+        except UnicodeDecodeError as exc:
+            where = self._bytes + exc.start
+            raise TraceFileError(
+                self.path,
+                None,
+                f"not UTF-8 text (byte {where} is {data[exc.start]:#04x}); an ITF trace is JSON "
+                "text - is this the right file?",
+            ) from None
+        self._bytes += len(data)
+        return bool(data)
+
+    def _drop(self, pos: int) -> int:
+        """Forget the text before `pos` once it is a chunk long; return `pos` in the new window."""
+        if pos < _CHUNK:
+            return pos
+        gone = self.text[:pos]
+        newlines = gone.count("\n")
+        self._column = pos - gone.rfind("\n") - 1 if newlines else self._column + pos
+        self._lines += newlines
+        self.text = self.text[pos:]
+        return 0
+
     def _skip(self, pos: int) -> int:
-        match = _WHITESPACE.match(self.text, pos)
-        assert match is not None
-        return match.end()
+        while True:
+            match = _WHITESPACE.match(self.text, pos)
+            assert match is not None
+            if match.end() < len(self.text) or not self._more():
+                return match.end()
+            pos = match.end()
 
     def _at(self, pos: int, char: str) -> bool:
+        while pos >= len(self.text) and self._more():
+            pass
         return self.text.startswith(char, pos)
 
 
@@ -1035,13 +1072,8 @@ def read_header(path: PathLike) -> dict[str, Json]:
     whose fields statecore reads are not text.
     """
     where = os.fspath(path)
-    head, whole = _read_head(path, where)
-    try:
-        meta = _Document(head, where).header()
-    except TraceFileError:
-        if whole:
-            raise
-        meta = _Document(_read_text(path, where), where).header()
+    with _opened(path, where) as stream:
+        meta = _Document(stream, where).header()
     return dict(_check_header(meta, where))
 
 
@@ -1060,9 +1092,17 @@ def read_itf(path: PathLike, system: System, *, verify: bool = True) -> Trace:
     `TraceFileError` naming the file, the step and the problem.
     """
     where = os.fspath(path)
-    document = _Document(_read_text(path, where), where)
-    document.open()
-    return _read_trace(document, system, where, verify)
+    with _opened(path, where) as stream:
+        document = _Document(stream, where)
+        document.open()
+        return _read_trace(document, system, where, verify)
+
+
+def _opened(path: PathLike, where: str) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise TraceFileError(where, None, f"cannot read the file: {exc.strerror or exc}") from None
 
 
 def _meta_text(meta: Mapping[str, Json], key: str, default: str, path: str | None) -> str:

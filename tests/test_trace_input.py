@@ -412,3 +412,25 @@ def test_a_generated_test_refuses_names_it_could_not_load(
     trace = read_itf(GOOD, resolve(VARIANT)[1])
     with pytest.raises(TargetError, match=r"must look like|neither a bundled target"):
         regression_test_source(trace, target, resolver=resolver)
+
+
+def outcome(path: Path, system: System) -> str:
+    """What reading `path` gives: the trace's steps or the error, as text to compare."""
+    try:
+        header = read_header(path)
+        trace = read_itf(path, system)
+    except TraceFileError as exc:
+        return f"error: {exc}"
+    return f"{header}\n{trace.steps}"
+
+
+def test_reading_in_small_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window the reader keeps may cut a value, a number or a line anywhere."""
+    import statecore.itf as itf
+
+    system = resolve(VARIANT)[1]
+    files = sorted(CORPUS.glob("*.itf.json"))
+    whole = [outcome(path, system) for path in files]
+    for chunk in (1, 7, 64):
+        monkeypatch.setattr(itf, "_CHUNK", chunk)
+        assert [outcome(path, system) for path in files] == whole, chunk
