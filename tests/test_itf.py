@@ -522,6 +522,9 @@ def test_step_not_enabled(system: System, report: Report, tmp_path: Path) -> Non
 
 def test_shape_errors() -> None:
     good: dict[str, Any] = {"#meta": {}, "vars": ["x"], "states": [{"x": True}]}
+    deep: Any = True
+    for _ in range(600):
+        deep = [deep]
     validate_itf_shape(good)
     for bad, problem in [
         ([], "JSON object"),
@@ -533,9 +536,29 @@ def test_shape_errors() -> None:
         ({"vars": ["x"], "states": [{"#meta": {"index": 3}, "x": True}]}, "'#meta.index' is 3"),
         ({"vars": [], "states": [], "extra": 1}, "unknown top-level field 'extra'"),
         ({"#meta": {"format": "JSON"}, "vars": [], "states": []}, "not 'ITF'"),
+        ({"#meta": {"target": 5}, "vars": [], "states": []}, r"'#meta.target' must be a string"),
+        ({"#meta": {"verdict": "maybe"}, "vars": [], "states": []}, "not 'violated' or 'witness'"),
+        ({"#meta": {"x": deep}, "vars": [], "states": []}, "'#meta' nests more than 100"),
+        ({"vars": ["x"], "states": [{"x": deep}]}, r"x\[0\]\[0\].*nest more than 100"),
+        ({"vars": ["x"], "states": [{"x": {"#bigint": "1" * 4301}}]}, "4,301 digits"),
     ]:
         with pytest.raises(TraceFileError, match=problem):
             validate_itf_shape(bad)
+
+
+def test_values_too_large_or_deep_to_decode(system: System) -> None:
+    """Refused in one message, where decoding them would exhaust the stack or a limit."""
+    machines = {c.machine.name: c.machine for c in system.components}
+    deep: Any = True
+    for _ in range(5000):
+        deep = {"#set": [deep]}
+    for value, problem in [
+        (deep, "nest more than 100 levels deep"),
+        ({"#bigint": "-" + "9" * 5000}, "an integer of 5,000 digits"),
+        ({"#tup": [{"tag": "Float", "value": ["nan"] * 3}]}, "Float must be a string"),
+    ]:
+        with pytest.raises(TraceFileError, match=problem):
+            decode_value(value, machines)
 
 
 def test_write_refuses_another_systems_trace(system: System, report: Report) -> None:
