@@ -984,7 +984,7 @@ class _Document(_Members):
             try:
                 value, end = self.decoder.raw_decode(self.text, pos)
             except json.JSONDecodeError as exc:
-                if self._more(len(self.text) - pos):
+                if self._cut(exc) and self._more(len(self.text) - pos):
                     continue
                 raise self._bad(exc.pos, step, exc.msg) from None
             except _DuplicateKey as exc:
@@ -998,6 +998,15 @@ class _Document(_Members):
             # A number the window cuts short parses: it is whole only if something follows.
             if end < len(self.text) or not self._more(len(self.text) - pos):
                 return value, end
+
+    def _cut(self, error: json.JSONDecodeError) -> bool:
+        """Whether `error` may only be the end of the window cutting a value short.
+
+        A cut value fails within a few characters of the end (``tru``, half
+        a ``\\u`` escape) or as a string left open; an error further back is
+        in the file, and is reported without reading the rest of it.
+        """
+        return error.pos >= len(self.text) - 8 or error.msg.startswith("Unterminated string")
 
     def _bad(self, pos: int, step: int | None, problem: str) -> TraceFileError:
         before = self.text[:pos]

@@ -424,12 +424,20 @@ def outcome(path: Path, system: System) -> str:
     return f"{header}\n{trace.steps}"
 
 
-def test_reading_in_small_chunks_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reading_in_small_chunks_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The window the reader keeps may cut a value, a number or a line anywhere."""
     import statecore.itf as itf
 
     system = resolve(VARIANT)[1]
-    files = sorted(CORPUS.glob("*.itf.json"))
+    obj = json.loads(GOOD.read_text())
+    obj["#meta"]["detail"] = "caf\u00e9 \u2713 \\u escapes"
+    escaped = tmp_path / "escaped.itf.json"
+    escaped.write_text(json.dumps(obj))  # ASCII only: \u escapes the window may cut
+    garbled = tmp_path / "garbled.itf.json"
+    garbled.write_text(itf_text(obj).replace('"deliver"', '"deliver\\q"', 1) + " " * 5000)
+    files = [*sorted(CORPUS.glob("*.itf.json")), escaped, garbled]
     whole = [outcome(path, system) for path in files]
     for chunk in (1, 7, 64):
         monkeypatch.setattr(itf, "_CHUNK", chunk)
