@@ -49,6 +49,16 @@ file, the step and the problem: bad JSON, a trace of another system, an
 unknown action or variable, a missing variable, and a step the model does not
 allow (the action is not enabled, or leads somewhere other than the recorded
 state).
+
+A trace file may come from anywhere, so reading one is bounded: it is parsed
+once, state by state, through a window of its text, and each state is
+checked, decoded and replayed before the next is parsed - the first problem
+stops the reading, so a bad step early in a large file costs what the steps
+before it cost. Integers of more than `MAX_DIGITS` digits and values nested
+more than `MAX_DEPTH` levels are refused, and the header fields statecore
+reads must be text. Nothing in a file is imported or called: the names in
+its header are looked up among the bundled targets and adapters only (see
+`statecore.registry.trace_target`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ A target is a `System` (or a `Machine`, checked as a one-instance system)
 found by name, or by ``package.module:object`` for a user's own model. Each
 bundled target declares what checking it must find: ``holds``, or
 ``violates:PROPERTY_ID`` for a variant that reproduces a known bug.
+
+Only the user imports code by naming it: a name read from a trace file is
+looked up among the bundled targets and adapters and nowhere else
+(`trace_target`).
 """
 
 from __future__ import annotations
