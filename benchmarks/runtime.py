@@ -36,8 +36,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -328,7 +331,7 @@ def time_fires(impl: Impl, workload: str, cycles: int, repeat: int) -> float:
         objs = [impl.create(shared) for _ in range(cycles)]
         numbers = [next(counter) for _ in range(cycles)]
         with no_gc():
-            started = time.perf_counter()
+            started = time.process_time()
             if clear is None:
                 for obj, i in zip(objs, numbers):
                     drive(obj, i)
@@ -336,7 +339,7 @@ def time_fires(impl: Impl, workload: str, cycles: int, repeat: int) -> float:
                 for obj, i in zip(objs, numbers):
                     clear(shared)
                     drive(obj, i)
-            elapsed = time.perf_counter() - started
+            elapsed = time.process_time() - started
         return elapsed / (cycles * FIRES_PER_CYCLE) * 1e6
 
     return best(run, repeat)
@@ -347,10 +350,10 @@ def time_calls(fn: Callable[[], Any], number: int, repeat: int) -> float:
 
     def run() -> float:
         with no_gc():
-            started = time.perf_counter()
+            started = time.process_time()
             for _ in range(number):
                 fn()
-            return (time.perf_counter() - started) / number * 1e6
+            return (time.process_time() - started) / number * 1e6
 
     return best(run, repeat)
 
@@ -404,48 +407,79 @@ def wide_machine(values: int) -> Machine:
     )
 
 
-MemoryWorkload = tuple[str, Machine, Callable[[Instance, int], object]]
+MemoryWorkload = tuple[str, Callable[[int], Machine], Callable[[Instance, int], object]]
+
+MEMORY_WORKLOADS: dict[str, MemoryWorkload] = {
+    "unbounded": (
+        "unbounded nbytes=i",
+        lambda wide: sender_machine(distinct=True),
+        lambda inst, i: inst.fire("put", ok=True, nbytes=i),
+    ),
+    "out-of-domain": (
+        "out-of-domain ok=i",
+        lambda wide: sender_machine(),
+        lambda inst, i: inst.fire("put", ok=i),
+    ),
+    "wide": (
+        "a wide domain, n=i",
+        wide_machine,
+        lambda inst, i: inst.fire(
+            "slot", n=i % len(inst.machine.event_index["slot"].fields[0].values)
+        ),
+    ),
+}
 
 
-def memory_workloads(wide_values: int) -> list[MemoryWorkload]:
-    """Fires whose payloads never repeat (the last one cycles through a wide domain)."""
-    sender = sender_machine()
-    distinct = sender_machine(distinct=True)
-    return [
-        (
-            "unbounded nbytes=i",
-            distinct,
-            lambda inst, i: inst.fire("put", ok=True, nbytes=i),
-        ),
-        ("out-of-domain ok=i", sender, lambda inst, i: inst.fire("put", ok=i)),
-        (
-            f"domain of {wide_values:,}",
-            wide_machine(wide_values),
-            lambda inst, i: inst.fire("slot", n=i % wide_values),
-        ),
-    ]
+def memory_rows(workload: str, fires: int, samples: int, wide: int) -> list[tuple[int, float, int]]:
+    """[(fires so far, RSS MB, memo entries)] over `fires` fires of `workload`, `samples` + 1 rows.
+
+    Payloads never repeat, except that the wide domain is cycled through.
+    """
+    _, build, fire = MEMORY_WORKLOADS[workload]
+    machine = build(wide)
+    sender = machine.name == "sender"
+    inst = in_flight(machine) if sender else Instance(machine)
+    rows = [(0, rss_mb(), sc_runtime.memo_size(machine))]
+    step = fires // samples
+    for done in range(step, fires + 1, step):
+        for i in range(done - step, done):
+            if fire(inst, i) and sender:
+                inst = in_flight(machine)  # sent: the next request
+        rows.append((done, rss_mb(), sc_runtime.memo_size(machine)))
+    return rows
+
+
+def in_flight(machine: Machine) -> Instance:
+    """A new sender instance, where ``put`` is fired."""
+    inst = Instance(machine)
+    inst.fire("enqueue")
+    inst.fire("begin")
+    return inst
 
 
 def memory_profile(
-    fires: int, samples: int, wide_values: int
+    fires: int, samples: int, wide: int, memo_limit: int
 ) -> list[tuple[str, list[tuple[int, float, int]]]]:
-    """(workload, [(fires so far, RSS MB, memo entries)]) sampled `samples` + 1 times."""
+    """(workload, rows of `memory_rows`), each workload in a fresh process.
+
+    A fresh process starts from the same RSS, with no memory left over (and
+    kept by the allocator) from the timing runs or another workload.
+    """
     profiles = []
-    for name, machine, fire in memory_workloads(wide_values):
-        inst = Instance(machine)
-        if machine.name == "sender":
-            inst.fire("enqueue")
-            inst.fire("begin")  # in_flight: where put is fired
-        rows = [(0, rss_mb(), sc_runtime.memo_size(machine))]
-        step = fires // samples
-        for done in range(step, fires + 1, step):
-            for i in range(done - step, done):
-                if fire(inst, i) and machine.name == "sender":
-                    inst = Instance(machine)  # accepted: a new request, back in flight
-                    inst.fire("enqueue")
-                    inst.fire("begin")
-            rows.append((done, rss_mb(), sc_runtime.memo_size(machine)))
-        profiles.append((name, rows))
+    for workload, (label, _, _) in MEMORY_WORKLOADS.items():
+        command = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--rss",
+            workload,
+            f"--fires={fires}",
+            f"--samples={samples}",
+            f"--wide={wide}",
+            f"--memo-limit={memo_limit}",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
+        rows = [(int(done), float(rss), int(memo)) for done, rss, memo in json.loads(result.stdout)]
+        profiles.append((label, rows))
     return profiles
 
 
@@ -454,17 +488,55 @@ def memory_profile(
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (for tests)")
+    parser.add_argument(
+        "--memo-limit",
+        type=int,
+        default=sc_runtime.CACHE_LIMIT,
+        help="statecore's memo bound per machine (statecore.runtime.CACHE_LIMIT)",
+    )
+    parser.add_argument("--rss", choices=sorted(MEMORY_WORKLOADS), help=argparse.SUPPRESS)
+    parser.add_argument("--fires", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--samples", type=int, default=4, help=argparse.SUPPRESS)
+    parser.add_argument("--wide", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    sc_runtime.CACHE_LIMIT = args.memo_limit
+    if args.rss:  # a child of `memory_profile`
+        print(json.dumps(memory_rows(args.rss, args.fires, args.samples, args.wide)))
+        return {}
     check_equivalence()
     if args.quick:
         fast, slow, repeat, fires, wide = 500, 50, 2, 20_000, 5_000
     else:
-        fast, slow, repeat, fires, wide = 50_000, 2_000, 5, 1_000_000, 200_000
-    results: dict[str, Any] = {"fire": {}, "create": {}}
+        fast, slow, repeat, fires, wide = 50_000, 2_000, 7, 1_000_000, 200_000
+    results = time_all(fast, slow, repeat)
+    profiles = memory_profile(fires, 4, wide, args.memo_limit)
+    results["memory"] = profiles
     print(
-        f"{'µs per fire':<22}{'warm':>10}{'cold':>10}{'distinct':>10}"
-        f"   {'µs per create:':<15}{'instance':>9}{'own machine':>13}{'definition':>12}"
+        f"\nRSS and memo entries over {fires:,} fires whose payloads never repeat "
+        f"(each workload in a fresh process; memo bound {args.memo_limit:,} entries per machine)"
+    )
+    print(f"{'workload':<22}" + "".join(f"{done:>20,}" for done, _, _ in profiles[0][1]))
+    for name, rows in profiles:
+        print(f"{name:<22}" + "".join(f"{rss:>9.1f} MB {memo:>7,}" for _, rss, memo in rows))
+    sc_warm, _, sc_distinct = results["fire"]["statecore"]
+    tr_warm, _, tr_distinct = results["fire"]["transitions"]
+    hw_warm = results["fire"]["hand-written"][0]
+    print(
+        f"RESULT warm_speedup_vs_transitions={tr_warm / sc_warm:.1f} "
+        f"distinct_speedup_vs_transitions={tr_distinct / sc_distinct:.1f} "
+        f"warm_slowdown_vs_handwritten={sc_warm / hw_warm:.2f}"
+    )
+    return results
+
+
+def time_all(fast: int, slow: int, repeat: int) -> dict[str, Any]:
+    """Time every implementation's fires and creation; print them as a table."""
+    results: dict[str, Any] = {"fire": {}, "create": {}}
+    print(f"{'':<22}{'µs per fire':^30}   {'µs per create':^36}")
+    print(
+        f"{'implementation':<22}{'warm':>10}{'cold':>10}{'distinct':>10}"
+        f"   {'instance':>12}{'own machine':>12}{'definition':>12}"
     )
     for name, factory in IMPLS.items():
         impl = factory()
@@ -477,32 +549,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results["create"][name] = (instance, own, definition)
         print(
             f"{name:<22}{warm:>10.3f}{cold:>10.3f}{distinct:>10.3f}"
-            f"   {'':<15}{instance:>9.2f}{_or_dash(own):>13}{definition:>12.1f}"
+            f"   {instance:>12.2f}{_or_dash(own):>12}{definition:>12.1f}"
         )
-    print("cold: statecore clears its memo once per four fires; the others have no memo")
-    print(f"\nRSS over {fires:,} fires with payloads that never repeat (memo bound {_limit()})")
-    profiles = memory_profile(fires, 4, wide)
-    results["memory"] = profiles
-    for name, rows in profiles:
-        cells = "  ".join(f"{done:>9,}: {rss:6.1f} MB {memo:>6,} memo" for done, rss, memo in rows)
-        print(f"  {name:<20}{cells}")
-    sc_warm, _, sc_distinct = results["fire"]["statecore"]
-    tr_warm, _, tr_distinct = results["fire"]["transitions"]
-    hw_warm = results["fire"]["hand-written"][0]
     print(
-        f"RESULT warm_speedup_vs_transitions={tr_warm / sc_warm:.1f} "
-        f"distinct_speedup_vs_transitions={tr_distinct / sc_distinct:.1f} "
-        f"warm_slowdown_vs_handwritten={sc_warm / hw_warm:.2f}"
+        "cold: statecore's memo is cleared before each cycle of four fires (clearing "
+        "included);\n      the others have no memo, so their cold figure is the warm one."
+    )
+    print(
+        "instance: of a shared definition (Instance(machine); pytransitions add_model); "
+        "own machine:\n      a definition per instance (Machine + Instance; "
+        "pytransitions Machine(model=...))."
     )
     return results
 
 
 def _or_dash(value: float) -> str:
     return f"{value:.1f}" if value else "—"
-
-
-def _limit() -> str:
-    return f"{sc_runtime.CACHE_LIMIT:,} entries per machine"
 
 
 if __name__ == "__main__":

@@ -361,17 +361,24 @@ class Transition:
         return text
 
 
-class FieldCheck(NamedTuple):
-    """What a payload field accepts: a finite domain, else instances of `types`.
+class PayloadCheck(NamedTuple):
+    """How `statecore.semantics.step` tells an event's payload in or out of its domains.
 
-    ``allowed`` is the domain as a set (``None`` for an unbounded field),
-    ``types`` the accepted types of an unbounded field (``None``: anything).
+    `finite` pairs each finite field with its domain as a set; `typed` pairs
+    each unbounded field that declares a type with the types it accepts.
     """
 
-    name: str
-    allowed: frozenset[Hashable] | None
-    domain: tuple[Hashable, ...]
-    types: tuple[builtins.type, ...] | None
+    finite: tuple[tuple[str, frozenset[Hashable]], ...]
+    typed: tuple[tuple[str, tuple[builtins.type, ...]], ...]
+
+
+def accepted_types(declared: builtins.type) -> tuple[builtins.type, ...]:
+    """The types a field declared as `declared` accepts: an int is a float, as in typing."""
+    if declared is float:
+        return (float, int)
+    if declared is complex:
+        return (complex, float, int)
+    return (declared,)
 
 
 class Compiled(NamedTuple):
@@ -419,10 +426,11 @@ class Machine:
     state_index: Mapping[str, State] = field(init=False, repr=False)
     event_index: Mapping[str, Event] = field(init=False, repr=False)
     var_index: Mapping[str, int] = field(init=False, repr=False)
+    var_slots: Mapping[str, tuple[int, Mapping[Hashable, Hashable]]] = field(init=False, repr=False)
     dispatch: Mapping[str, Mapping[str, tuple[Compiled, ...]]] = field(init=False, repr=False)
     initial_snap: Snapshot = field(init=False, repr=False)
     cacheable_events: frozenset[str] = field(init=False, repr=False)
-    payload_domains: Mapping[str, tuple[FieldCheck, ...]] = field(init=False, repr=False)
+    payload_domains: Mapping[str, PayloadCheck] = field(init=False, repr=False)
     outcome_cache: Memo = field(init=False, repr=False)
     reachable_snapshots: frozenset[Snapshot] = field(init=False, repr=False)
 
@@ -494,7 +502,13 @@ class Machine:
                 raise VariableDomainError(
                     f"machine {self.name!r}: {var.name}={values[var.name]!r} is outside its domain"
                 )
-        row = [state] + [values.get(v.name, v.default) for v in self.variables]
+        row = [state]
+        for var in self.variables:
+            value = values.get(var.name, var.default)
+            try:  # the domain's own value, as `step` stores it
+                row.append(self.var_slots[var.name][1].get(value, value))
+            except TypeError:  # an unhashable value equal to a domain value
+                row.append(value)
         return self.snapshot_class(row)
 
     def enabled_events(self, snapshot: Snapshot) -> tuple[str, ...]:

@@ -109,7 +109,11 @@ def _same_types(a: Snapshot, b: Snapshot) -> bool:
 
 
 def _node(machine: Machine, snapshot: Snapshot) -> _Node:
-    """The shared node for exactly `snapshot`, or a private one where none can be shared."""
+    """The shared node for `snapshot`, or a private one where none can be shared.
+
+    Snapshots that `step` builds hold their variables' domain values (never 1
+    for True), so an equal snapshot is the same snapshot.
+    """
     memo = machine.outcome_cache
     try:
         node = memo.get(snapshot)
@@ -123,6 +127,12 @@ def _node(machine: Machine, snapshot: Snapshot) -> _Node:
             node = memo.setdefault(snapshot, fresh)
             if node is fresh:
                 memo.entries += 1
+    return node
+
+
+def _given_node(machine: Machine, snapshot: Snapshot) -> _Node:
+    """The node for a snapshot built by hand, which may hold True where the memo holds 1."""
+    node = _node(machine, snapshot)
     return node if _same_types(node.snapshot, snapshot) else _Node(snapshot, False)
 
 
@@ -175,15 +185,21 @@ def _remember(
 def _key(event: str, payload: dict[str, Any]) -> object:
     """The edge key of a fire: payload values with their types (so 1 and True differ).
 
-    No payload: the event name. One field, the common case: a flat 4-tuple,
-    cheaper to build than the general form (which has 5 or more items, so
-    the two never meet). `Instance.fire` builds these keys inline.
+    No payload: the event name. One or two fields, the common cases: a flat
+    4- or 7-tuple, cheaper to build than the general form, whose second item
+    is a (name, value) pair rather than a name, so the forms never meet.
+    `Instance.fire` builds these keys inline.
     """
     if not payload:
         return event
-    if len(payload) == 1:
+    size = len(payload)
+    if size == 1:
         [(name, value)] = payload.items()
         return (event, name, value, type(value))
+    if size == 2:
+        [name, other] = payload
+        value, second = payload[name], payload[other]
+        return (event, name, value, type(value), other, second, type(second))
     return (event, *payload.items(), *map(type, payload.values()))
 
 
@@ -201,12 +217,44 @@ def remembered_step(
     return entry[0]
 
 
+class _Stepping(tuple[Any, ...]):
+    """An instance's lock while one of its steps runs: re-entry from that step raises.
+
+    Holds ``(real lock, instance, id of the stepping thread)``; a tuple, as
+    it is built on every step not served from the memo. `Instance.fire`
+    takes the lock with a plain ``acquire()``, the cheapest call; while a
+    step computes, the instance's lock attribute is this stand-in, so a fire
+    from the step's own thread (a guard, effect or emitter) raises
+    `ReentrantFireError` instead of deadlocking, and a fire from another
+    thread waits for the real lock as usual.
+    """
+
+    __slots__ = ()
+
+    def acquire(self) -> bool:
+        """Wait for the real lock, unless this thread is the one stepping."""
+        lock, instance, owner = self
+        if _get_ident() == owner:
+            raise ReentrantFireError(
+                f"machine {instance.machine.name!r}: a guard, effect or emitter fired on "
+                f"the instance it is a step of ({instance.snapshot!r}); a step must not "
+                f"fire, so return the change instead, or fire from a listener"
+            )
+        return bool(lock.acquire())
+
+    def release(self) -> None:
+        """Release the real lock."""
+        self[0].release()
+
+
+_new_tuple = tuple.__new__
+
+
 class Instance:
     """A running machine: ``Instance(machine).fire("event", field=value)``."""
 
-    # `_owner` is set (to a thread id) only while that thread runs a step.
-    __slots__ = ("__weakref__", "_listeners", "_lock", "_node", "_owner", "machine")
-    _owner: int | None
+    __slots__ = ("__weakref__", "_listeners", "_lock", "_node", "machine")
+    _lock: threading.Lock | _Stepping
 
     def __init__(
         self,
@@ -218,7 +266,7 @@ class Instance:
         if snapshot is None:
             self._node = machine.outcome_cache.initial or _initial(machine)
         else:
-            self._node = _node(machine, snapshot)
+            self._node = _given_node(machine, snapshot)
         self._lock = threading.Lock()
         self._listeners = tuple(listeners)
 
@@ -249,12 +297,14 @@ class Instance:
         elif len(payload) == 1:
             [(name, value)] = payload.items()
             key = (event, name, value, type(value))
+        elif len(payload) == 2:
+            [name, other] = payload
+            value, second = payload[name], payload[other]
+            key = (event, name, value, type(value), other, second, type(second))
         else:
             key = (event, *payload.items(), *map(type, payload.values()))
         lock = self._lock
-        # Not `with`: its __enter__/__exit__ calls cost as much as the lookup.
-        if not lock.acquire(False):
-            self._wait(lock)
+        lock.acquire()  # not `with`: its __enter__/__exit__ calls cost as much as the lookup
         try:
             node = self._node
             try:
@@ -274,8 +324,7 @@ class Instance:
         """`fire`, re-running `step` on sampled memo hits (`verify_memo`)."""
         key = _key(event, payload)
         lock = self._lock
-        if not lock.acquire(False):
-            self._wait(lock)
+        lock.acquire()
         try:
             node = self._node
             try:
@@ -293,33 +342,25 @@ class Instance:
             self._notify(outcome)
         return outcome
 
-    def _wait(self, lock: threading.Lock) -> None:
-        """Block for `lock`, unless this thread holds it: then a callback is firing."""
-        if getattr(self, "_owner", None) == _get_ident():
-            raise ReentrantFireError(
-                f"machine {self.machine.name!r}: a guard, effect or emitter fired on "
-                f"the instance it is a step of ({self._node.snapshot!r}); a step must "
-                f"not fire, so return the change instead, or fire from a listener"
-            )
-        lock.acquire()
-
     def _step(self, node: _Node, event: str, payload: dict[str, Any]) -> tuple[Outcome, _Node]:
-        """Compute a step not in the memo, marking this thread as inside it."""
-        self._owner = _get_ident()
+        """Compute a step not in the memo, with the lock marked as held by this step."""
+        lock = self._lock
+        self._lock = _new_tuple(_Stepping, (lock, self, _get_ident()))
         try:
             return _edge(self.machine, node, event, payload)
         finally:
-            self._owner = None
+            self._lock = lock
 
     def _verify(self, node: _Node, event: str, payload: dict[str, Any], memo: Outcome) -> None:
         """Raise `ImpureCallbackError` if `step` now disagrees with the memo."""
-        self._owner = _get_ident()
+        lock = self._lock
+        self._lock = _new_tuple(_Stepping, (lock, self, _get_ident()))
         try:
             fresh: Outcome | StatecoreError = step(self.machine, node.snapshot, event, payload)
         except StatecoreError as exc:
             fresh = exc
         finally:
-            self._owner = None
+            self._lock = lock
         difference = impurity(self.machine, node.snapshot, event, payload, memo, fresh)
         if difference:
             raise ImpureCallbackError(difference)
@@ -440,13 +481,15 @@ def _sampled() -> bool:
     return _verify_hits % _verify_every == 0
 
 
-def verify_memo(every: int) -> None:
+def verify_memo(every: int) -> int:
     """Re-run `step` on every `every`-th memo hit of `Instance.fire`; 0 turns it off.
 
     A debugging aid for the purity contract: a hit whose outcome `step` no
     longer gives raises `ImpureCallbackError`. Off, `fire` pays nothing for it.
+    Returns the previous setting, to restore it with.
     """
     global _verify_every, _verify_hits
+    previous = _verify_every
     if isinstance(every, bool) or not isinstance(every, int) or every < 0:
         raise ValueError(
             f"verify_memo({every!r}): give 0 (off), 1 (every memo hit) or N (every N-th)"
@@ -454,6 +497,7 @@ def verify_memo(every: int) -> None:
     _verify_every = every
     _verify_hits = 0
     Instance.fire = Instance._fire_verified if every else _fast_fire  # type: ignore[method-assign]
+    return previous
 
 
 def _every_from_environment() -> int:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from .definition import Effect, Machine, Output, Payload, Snapshot, Transition
+from .definition import Effect, Machine, Output, Payload, Snapshot, Transition, accepted_types
 from .errors import FireError, TransitionError, UnknownVariableError
 
 ACCEPTED: Final = "accepted"
@@ -108,10 +108,14 @@ def _apply_effect(
     row[0] = target
     updates = effect(snapshot, payload)
     if updates:
-        index = machine.var_index
+        slots = machine.var_slots
         try:
             for name, value in updates.items():
-                row[index[name]] = value
+                index, canonical = slots[name]
+                try:  # the domain's own value: True written to a (0, 1) domain is stored as 1
+                    row[index] = canonical.get(value, value)
+                except TypeError:  # an unhashable value, kept as it is
+                    row[index] = value
         except KeyError as exc:
             raise UnknownVariableError(
                 f"machine {machine.name!r}: effect of transition "
@@ -141,23 +145,29 @@ def payload_fault(machine: Machine, event: str, payload: Payload) -> str:
     value outside them must not reach a guard (``ok="banana"`` is truthy).
     Membership is equality, as in ``value in domain``.
     """
-    for name, allowed, domain, types in machine.payload_domains[event]:
-        value = payload[name]
-        if allowed is not None:
-            try:
-                if value in allowed:
-                    continue
-            except TypeError:  # an unhashable value: compare with each domain value
-                if value in domain:
-                    continue
-            return (
-                f"payload {name}={reprlib.repr(value)} is outside its domain {reprlib.repr(domain)}"
-            )
-        if types is not None and not isinstance(value, types):
-            return (
-                f"payload {name}={reprlib.repr(value)} is a {type(value).__name__}, "
-                f"not a {types[0].__name__}"
-            )
+    finite, typed = machine.payload_domains[event]
+    try:
+        for name, allowed in finite:
+            if payload[name] not in allowed:
+                return _fault(machine, event, payload)
+    except TypeError:  # an unhashable value: compare it with each domain value
+        return _fault(machine, event, payload)
+    for name, types in typed:
+        if not isinstance(payload[name], types):
+            return _fault(machine, event, payload)
+    return ""
+
+
+def _fault(machine: Machine, event: str, payload: Payload) -> str:
+    """The first field of `payload` outside its domain, and why ("" if none)."""
+    for fld in machine.event_index[event].fields:
+        value = payload[fld.name]
+        shown = f"payload {fld.name}={reprlib.repr(value)}"
+        if fld.domain is not None and value not in fld.domain:
+            return f"{shown} is outside its domain {reprlib.repr(fld.domain)}"
+        declared = fld.type if fld.domain is None else None
+        if declared is not None and not isinstance(value, accepted_types(declared)):
+            return f"{shown} is a {type(value).__name__}, not a {declared.__name__}"
     return ""
 
 

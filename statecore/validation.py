@@ -34,12 +34,13 @@ from .definition import (
     Compiled,
     Event,
     Field,
-    FieldCheck,
     Output,
+    PayloadCheck,
     Snapshot,
     State,
     Transition,
     Var,
+    accepted_types,
     check_identifier,
 )
 from .errors import (
@@ -82,6 +83,10 @@ def validate(machine: Machine) -> None:
         state_index={s.name: s for s in machine.states},
         event_index={e.name: e for e in machine.events},
         var_index={v.name: i + 1 for i, v in enumerate(machine.variables)},
+        var_slots={
+            v.name: (i + 1, {value: value for value in v.domain})
+            for i, v in enumerate(machine.variables)
+        },
         initial=next(s for s in machine.states if s.initial),
         snapshot_class=_snapshot_class(machine),
         dispatch=_compile(machine),
@@ -93,7 +98,7 @@ def validate(machine: Machine) -> None:
             for e in machine.events
             if machine.pure and e.pure and all(f.bounded for f in e.fields)
         ),
-        payload_domains={e.name: tuple(map(_field_check, e.fields)) for e in machine.events},
+        payload_domains={e.name: _payload_check(e) for e in machine.events},
         outcome_cache=Memo(),
     )
     _check_reachable_structurally(machine)
@@ -306,21 +311,15 @@ def _check_field_values(where: str, fld: Field) -> None:
             )
 
 
-def accepted_types(declared: type) -> tuple[type, ...]:
-    """The types a field declared as `declared` accepts: an int is a float, as in typing."""
-    if declared is float:
-        return (float, int)
-    if declared is complex:
-        return (complex, float, int)
-    return (declared,)
-
-
-def _field_check(fld: Field) -> FieldCheck:
-    """How `semantics.step` tells a payload value of `fld` in or out of its domain."""
-    if fld.domain is not None:
-        return FieldCheck(fld.name, frozenset(fld.domain), fld.domain, None)
-    types = None if fld.type is None else accepted_types(fld.type)
-    return FieldCheck(fld.name, None, (), types)
+def _payload_check(event: Event) -> PayloadCheck:
+    """How `semantics.step` tells a payload of `event` in or out of its domains."""
+    finite = tuple((f.name, frozenset(f.domain)) for f in event.fields if f.domain is not None)
+    typed = tuple(
+        (f.name, accepted_types(f.type))
+        for f in event.fields
+        if f.domain is None and f.type is not None
+    )
+    return PayloadCheck(finite, typed)
 
 
 def _check_transitions(machine: Machine) -> None:
@@ -544,7 +543,8 @@ def _successor(
     row = list(snap)
     row[0] = compiled.target
     for name, value in (updates or {}).items():
-        row[machine.var_index[name]] = value
+        index, canonical = machine.var_slots[name]
+        row[index] = canonical.get(value, value)  # as `step` stores it
     return machine.snapshot_class(row)
 
 

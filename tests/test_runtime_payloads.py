@@ -221,13 +221,17 @@ def copier() -> Machine:
 
 
 def test_instance_snapshot_holds_exactly_the_value_of_its_outcome() -> None:
+    """An effect's True lands in the (1, 2) domain as its own 1, in outcome and instance."""
     machine = copier()
     for _ in range(2):  # computed, then from the memo
         inst = Instance(machine)
         outcome = inst.fire("set", x=True)
-        assert outcome.snapshot.v is True
-        assert inst.snapshot.v is True
+        assert type(outcome.snapshot.v) is type(inst.snapshot.v) is int
+        assert outcome.snapshot.v == inst.snapshot.v == 1
         assert inst.fire("set", x=2).snapshot.v == inst.snapshot.v == 2
+    stepped = step(machine, machine.initial_snapshot(), "set", {"x": True}).snapshot
+    assert type(stepped.v) is int
+    assert all(type(s.v) is int for s in machine.reachable_snapshots)
 
 
 def test_instance_from_a_given_snapshot_keeps_its_exact_values() -> None:

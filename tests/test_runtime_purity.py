@@ -18,16 +18,14 @@ from statecore.runtime import verify_memo
 @pytest.fixture
 def verifying() -> Iterator[None]:
     """Verify every memo hit during the test; restore the setting afterwards."""
-    previous = runtime._verify_every
-    verify_memo(1)
+    previous = verify_memo(1)
     yield
     verify_memo(previous)
 
 
 @pytest.fixture
 def not_verifying() -> Iterator[None]:
-    previous = runtime._verify_every
-    verify_memo(0)
+    previous = verify_memo(0)
     yield
     verify_memo(previous)
 
@@ -116,11 +114,10 @@ def test_verify_memo_names_the_impure_effect(verifying: None) -> None:
 
 
 def test_verify_memo_samples_every_nth_hit() -> None:
-    previous = runtime._verify_every
     calls = Calls()
     machine = counting(calls)
+    previous = verify_memo(3)
     try:
-        verify_memo(3)
         Instance(machine).fire("go")  # computed: not a hit
         Instance(machine).fire("go")  # hit 1
         Instance(machine).fire("go")  # hit 2
