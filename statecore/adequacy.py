@@ -204,3 +204,63 @@ def _reported(
     if progress is not None:
         progress(result)
     return result
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+def report_lines(name: str, report: AdequacyReport) -> list[str]:
+    """The text report of one target: score, kills per property, blind spots."""
+    detected = report.count(KILLED) + report.count(CRASHED)
+    judged = detected + report.count(SURVIVED) + report.count(UNDECIDED)
+    mark = "PASS" if report.ok else "FAIL"
+    lines = [
+        f"{mark} {name}: adequacy {report.score:.0%} ({detected} of {judged} mutants detected: "
+        f"{report.count(KILLED)} killed, {report.count(CRASHED)} crashed; "
+        f"{report.count(SURVIVED)} survived, {report.count(UNDECIDED)} undecided; "
+        f"{report.count(INVALID)} invalid, {report.count(EQUIVALENT)} equivalent), "
+        f"{report.seconds:.1f}s"
+    ]
+    if not report.reference.ok:
+        lines.append("  the reference itself does not hold: run `statecore check` on it first")
+    lines.append("  mutants killed per property:")
+    width = max((len(p) for p in report.kills()), default=0)
+    for prop_id, ids in report.kills().items():
+        flag = "  possibly tautological: no mutant violates it" if not ids else ""
+        lines.append(f"    {prop_id:<{width}}  {len(ids):>3}{flag}")
+    if report.survivors:
+        lines.append("  survivors (blind spots of the spec; close with a property, or declare")
+        lines.append("  the mutant equivalent in System(equivalent_mutants={id: reason})):")
+        lines.extend(f"    {r.mutant}  [{r.outcome}]" for r in report.survivors)
+    for r in report.stale_equivalences:
+        lines.append(f"  declared equivalent but killed by {', '.join(r.killed_by)}: {r.mutant.id}")
+    return lines
+
+
+def report_json(name: str, report: AdequacyReport) -> dict[str, object]:
+    """The JSON report of one target: every mutant with its outcome."""
+    return {
+        "name": name,
+        "ok": report.ok,
+        "reference_ok": report.reference.ok,
+        "score": round(report.score, 4),
+        "seconds": round(report.seconds, 3),
+        "counts": {
+            o: report.count(o) for o in (KILLED, CRASHED, SURVIVED, UNDECIDED, INVALID, EQUIVALENT)
+        },
+        "kills": {prop_id: list(ids) for prop_id, ids in report.kills().items()},
+        "tautological": list(report.tautological),
+        "stale_equivalences": [r.mutant.id for r in report.stale_equivalences],
+        "mutants": [
+            {
+                "id": r.mutant.id,
+                "kind": r.mutant.kind,
+                "where": r.mutant.where,
+                "code": r.mutant.code,
+                "outcome": r.outcome,
+                "killed_by": list(r.killed_by),
+                "detail": r.detail,
+            }
+            for r in report.results
+        ],
+    }

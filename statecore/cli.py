@@ -204,6 +204,18 @@ def _add_check_parser(sub: Any) -> None:
     p_check.add_argument(
         "--symbolic", action="store_true", help="CrossHair search over unbounded payloads"
     )
+    p_check.add_argument(
+        "--adequacy",
+        action="store_true",
+        help="explore every single-point mutant of each model: which property kills which",
+    )
+    p_check.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes exploring mutants side by side (default: one per core)",
+    )
     p_check.set_defaults(func=_cmd_check)
 
 
@@ -439,8 +451,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     _require_positive_float(args.max_memory, "--max-memory", "gigabytes", 4)
     _require_writable_dir(args.trace_out, "--trace-out")
     _require_writable_dir(args.regression_out, "--regression-out")
+    _require_positive_int(args.jobs, "--jobs", "processes", 2)
     if args.symbolic:
         return _cmd_symbolic(args)
+    if args.adequacy:
+        return _cmd_adequacy(args)
     if args.variants and args.targets:
         raise UsageError("--variants takes no TARGET")
     run = _CheckRun(args, _chosen_names(args))
@@ -453,6 +468,27 @@ def _cmd_check(args: argparse.Namespace) -> int:
         run.failed(exc)
         raise
     return run.finish()
+
+
+def _cmd_adequacy(args: argparse.Namespace) -> int:
+    """``check --adequacy``: each model's mutants, and which property kills each."""
+    from .adequacy import adequacy, report_json, report_lines
+
+    if args.variants:
+        raise UsageError("--adequacy measures models, not variants: drop --variants")
+    jobs = args.jobs or os.cpu_count() or 1
+    entries: list[dict[str, object]] = []
+    all_ok = True
+    for name in _chosen_names(args):
+        _, system, _ = _resolve(name)
+        report = adequacy(system, max_states=args.max_states, jobs=jobs)
+        all_ok = all_ok and report.ok
+        entries.append(report_json(name, report))
+        if not args.json:
+            print("\n".join(report_lines(name, report)))
+    if args.json:
+        print(json.dumps({"ok": all_ok, "targets": entries}, indent=2))
+    return EXIT_OK if all_ok else EXIT_FINDING
 
 
 def _chosen_names(args: argparse.Namespace) -> list[str]:
@@ -806,11 +842,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _replay_adapter(args: argparse.Namespace) -> int:
     from .fuzz import replay_with_adapter
-    from .itf import read_header, read_itf
-    from .registry import resolve_adapter
+    from .itf import read_itf
+    from .registry import resolve_adapter, trace_target
 
-    header = read_header(args.trace)
-    target = args.target or str(header.get("target") or header.get("source") or "")
+    target, _ = trace_target(args.trace, args.target, args.adapter)
     system, factory, _ = resolve_adapter(target, args.adapter)
     trace = read_itf(args.trace, system)
     print(trace.table(system))

@@ -7,6 +7,7 @@ states what a mutant must do and checks the engine agrees.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable
 
 import pytest
@@ -21,6 +22,7 @@ from statecore.adequacy import (
     AdequacyReport,
     adequacy,
 )
+from statecore.cli import main
 from statecore.explore import explore
 from statecore.mutation import InvalidMutant, Mutant, call_sites, mutants, mutate
 from statecore.properties import Property, always, sometimes
@@ -282,3 +284,54 @@ def test_jobs_must_be_positive() -> None:
 def test_a_mutant_is_a_plain_record() -> None:
     mutant = mutants(shop())[0]
     assert isinstance(mutant, Mutant) and str(mutant).startswith(mutant.kind)
+
+
+# -- the command line -----------------------------------------------------------------------
+
+SHOP = shop(SHIPPED_PAID_ONCE, STOCK_NEVER_NEGATIVE, SHIPS)
+
+
+def triaged_shop() -> System:
+    """SHOP with every survivor declared equivalent: an adequate spec by declaration."""
+    survivors = adequacy(SHOP).survivors
+    return shop(
+        SHIPPED_PAID_ONCE,
+        STOCK_NEVER_NEGATIVE,
+        SHIPS,
+        equivalent={r.mutant.id: "triaged in the test" for r in survivors},
+    )
+
+
+def test_cli_adequacy_reports_the_score_and_the_blind_spots(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "--adequacy", "test_adequacy:SHOP", "--jobs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL test_adequacy:SHOP: adequacy ")
+    assert "skip-set at tests/test_adequacy.py" in out or "skip-set at " in out
+    assert "possibly tautological" not in out
+    assert main(["check", "--adequacy", "test_adequacy:SHOP", "--json", "--jobs", "2"]) == 1
+    (entry,) = json.loads(capsys.readouterr().out)["targets"]
+    assert entry["counts"]["survived"] >= 1 and entry["tautological"] == []
+    assert {m["outcome"] for m in entry["mutants"]} >= {"killed", "survived", "invalid"}
+
+
+def test_cli_adequacy_passes_once_every_survivor_is_triaged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "--adequacy", "test_adequacy:triaged_shop", "--jobs", "1"]) == 0
+    assert capsys.readouterr().out.startswith("PASS test_adequacy:triaged_shop: adequacy 100%")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["check", "--adequacy", "--variants"], "--adequacy measures models, not variants"),
+        (["check", "--adequacy", "--jobs", "0", "segments"], "--jobs"),
+    ],
+)
+def test_cli_adequacy_bad_usage(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
