@@ -89,7 +89,6 @@ def step(
             nxt = machine.snapshot_class((target,) + snapshot[1:])
         outputs = emit_static if emit_fn is None else tuple(emit_fn(snapshot, payload))
         return _new_outcome(Outcome, (ACCEPTED, nxt, outputs, transition, event, ""))
-    check_fire(machine, event, payload)
     return _no_transition(machine, snapshot, event, payload, "no guard holds")
 
 
