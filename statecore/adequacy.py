@@ -139,6 +139,31 @@ def adequacy(
     return AdequacyReport(system, reference, tuple(results), time.perf_counter() - start)
 
 
+def killers(system: System, *, max_states: int | None = None) -> dict[str, Mutant | None]:
+    """Per property holding on the reference, the first mutant (in mutant order) that fails it.
+
+    A quick answer to "can each property fail?": each mutant is explored only
+    for the properties not yet killed, and only up to its first violation.
+    None marks a property no mutant fails: possibly tautological.
+    """
+    reference = explore(system, stop_on_violation=False)
+    bound = max_states or max(_BOUND_FACTOR * reference.states, _MIN_BOUND)
+    holding = [r.property for r in reference.results if r.verdict == HOLDS]
+    found: dict[str, Mutant | None] = {p.id: None for p in holding}
+    for mutant in mutants(system):
+        open_props = tuple(p for p in holding if found[p.id] is None)
+        if not open_props:
+            break
+        try:
+            report = explore(mutate(system, mutant), max_states=bound, properties=open_props)
+        except (InvalidMutant, ModelError):
+            continue
+        for result in report.results:
+            if result.verdict not in (HOLDS, UNKNOWN):
+                found[result.property.id] = mutant
+    return found
+
+
 @dataclass(frozen=True)
 class _Job:
     system: System
