@@ -2,10 +2,13 @@
 
 A `Machine` is data: named states, typed variables with finite domains, events
 with payload fields, and transitions ``(source, event, guard, target, effect,
-emit)``. Guards, effects and emitters are pure functions of the current
-`Snapshot` and the event's payload. Everything that can be checked about a
-definition is checked when the `Machine` is built (see `statecore.validation`),
-so a machine that exists is a machine that makes sense.
+emit)``. Guards, effects and emitters must be pure functions of the current
+`Snapshot` and the event's payload: the runtime remembers what they returned
+and serves it to later fires (declare ``pure=False`` on the `Event` or the
+`Machine` for callbacks that read a clock or count). Everything that can be
+checked about a definition is checked when the `Machine` is built (see
+`statecore.validation`), so a machine that exists is a machine that makes
+sense.
 
 Example::
 
@@ -166,7 +169,11 @@ def _as_values(values: object) -> tuple[tuple[Hashable, ...], str]:
 
 @dataclass(frozen=True)
 class Var:
-    """A machine variable with a finite domain and a default value."""
+    """A machine variable with a finite domain and a default value.
+
+    `problem` says what is wrong with the domain as given ("" if nothing);
+    validation reports it with the machine's name.
+    """
 
     name: str
     domain: tuple[Hashable, ...]
@@ -304,10 +311,12 @@ class Transition:
 
     `source` is one state name or several. `target` ``None`` means "stay in
     the source state" (a self-loop that may still change variables). `guard`
-    returns whether the transition is enabled; `effect` returns the variables
-    it changes (a mapping, or ``None`` for none); `emit` is a tuple of
-    `Output` values or a function returning them. Labels are the short texts
-    shown on diagrams and in traces.
+    returns whether the transition is enabled (True or False); `effect`
+    returns the variables it changes (a mapping, or ``None`` for none); `emit`
+    is a tuple of `Output` values (or one `Output`) or a function returning
+    them. All three must be pure functions of the snapshot and the payload
+    (see the module docstring). Labels are the short texts shown on diagrams
+    and in traces.
     """
 
     source: tuple[str, ...]
