@@ -73,3 +73,12 @@ def test_a_repeated_fire_is_served_from_the_memo(monkeypatch: pytest.MonkeyPatch
     for event, payload in fires:
         inst.fire(event, **payload)
     assert computed == []
+
+
+def test_flat_two_field_keys_never_meet_the_general_form() -> None:
+    """A 2-field key is a flat 7-tuple; a 3-field key is 7 items too, but pairs first."""
+    two: Any = _key("e", {"a": 1, "b": 2})
+    three: Any = _key("e", {"a": 1, "b": 2, "c": 3})
+    assert len(two) == len(three) == 7
+    assert two != three
+    assert isinstance(three[1], tuple) and isinstance(two[1], str)
