@@ -245,3 +245,44 @@ def test_reduction_matches_brute_force_when_ids_are_named(spec: SystemSpec) -> N
             assert result.verdict == expected
         else:
             assert result.verdict in (UNKNOWN, expected)
+
+
+# -- the same verdict whatever the hash seed ---------------------------------------------------
+
+W1_SYSTEM = workers(W1_NEVER_FIRST)
+JOB1_NEVER = workers(
+    always(
+        "w1_never_acquires",
+        "worker1 never acquires",
+        lambda v: v.snapshot("worker", W1).state == "idle",
+    )
+)
+
+
+@pytest.mark.parametrize("target", ["W1_SYSTEM", "JOB1_NEVER"])
+def test_the_cli_verdict_does_not_depend_on_the_hash_seed(target: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = str(Path(__file__).resolve().parent)
+    seen = set()
+    for seed in ("0", "1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": tests}
+        done = subprocess.run(
+            [sys.executable, "-m", "statecore.cli", "check", f"test_symmetry_soundness:{target}"]
+            + ["--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        (entry,) = json.loads(done.stdout)["targets"]
+        (prop,) = entry["properties"]
+        assert prop["verdict"] == VIOLATED and not entry["symmetry"]
+        assert all("worker1" in action for action in prop["trace_actions"][:1])
+        seen.add((prop["verdict"], prop["trace_length"], tuple(prop["trace_actions"])))
+    assert len(seen) == 1
