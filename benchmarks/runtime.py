@@ -8,8 +8,11 @@ One cycle drives an instance to ``sent`` with four fires: ``enqueue``,
 ``begin``, ``put(ok=False)`` (refused by the guard), ``put(ok=True)``.
 
 Fires are timed directly: instances are created first, outside the clock,
-then each is driven through one cycle; a figure is the best of several
-repeats divided by the fires made. Three workloads:
+then one loop drives each through one cycle, so the clock holds only the
+loop and the fires. Times are CPU time of this process (`time.process_time`),
+so other processes on the machine inflate them less; a figure is the best
+of several repeats, which go round all implementations and workloads in
+turn, divided by the fires made. Three workloads:
 
 * warm: the same payloads every cycle, so statecore serves each fire from its
   memo;
@@ -27,15 +30,16 @@ definition itself. Memory: the RSS and the memo's size sampled over a run of
 fires with payloads that never repeat; it must stop growing once the memo is
 full (`statecore.runtime.CACHE_LIMIT` entries per machine).
 
-Run: ``python benchmarks/runtime.py [--quick]``. The last line is ``RESULT
-warm_speedup_vs_transitions=<x> distinct_speedup_vs_transitions=<x>
-warm_slowdown_vs_handwritten=<x>``.
+Run: ``python benchmarks/runtime.py [--quick] [--memo-limit N]``. The last
+line is ``RESULT warm_speedup_vs_transitions=<x>
+distinct_speedup_vs_transitions=<x> warm_slowdown_vs_handwritten=<x>``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import resource
@@ -53,7 +57,9 @@ from statecore import runtime as sc_runtime
 
 FIRES_PER_CYCLE = 4  # enqueue, begin, put(ok=False) (refused by the guard), put(ok=True)
 
-Drive = Callable[[Any, int], None]
+# Instances, number of the first cycle -> one cycle on each instance. A drive
+# loops itself, so no call per cycle is timed with the fires.
+Drive = Callable[[list[Any], int], None]
 
 
 @dataclass
@@ -63,9 +69,9 @@ class Impl:
     build: Callable[[bool], Any]  # distinct payloads? -> the shared definition
     create: Callable[[Any], Any]  # shared definition -> instance
     create_own: Callable[[], Any] | None  # an instance with a definition of its own
-    drive: Drive  # instance, cycle number -> one cycle
-    drive_distinct: Drive  # the same, with ``nbytes`` different on every put
-    clear: Callable[[Any], None] | None = None  # forget computed steps (statecore)
+    drive: Drive
+    drive_distinct: Drive  # ``nbytes`` different on every put
+    drive_cold: Callable[[list[Any], Any], None] | None = None  # memo cleared per cycle
 
 
 # -- statecore --------------------------------------------------------------------
@@ -105,17 +111,28 @@ def sender_machine(distinct: bool = False) -> Machine:
 
 
 def statecore_impl() -> Impl:
-    def drive(inst: Instance, i: int) -> None:
-        inst.fire("enqueue")
-        inst.fire("begin")
-        inst.fire("put", ok=False)
-        inst.fire("put", ok=True)
+    def drive(insts: list[Instance], start: int) -> None:
+        for inst in insts:
+            inst.fire("enqueue")
+            inst.fire("begin")
+            inst.fire("put", ok=False)
+            inst.fire("put", ok=True)
 
-    def drive_distinct(inst: Instance, i: int) -> None:
-        inst.fire("enqueue")
-        inst.fire("begin")
-        inst.fire("put", ok=False, nbytes=2 * i)
-        inst.fire("put", ok=True, nbytes=2 * i + 1)
+    def drive_distinct(insts: list[Instance], start: int) -> None:
+        for i, inst in enumerate(insts, start):
+            inst.fire("enqueue")
+            inst.fire("begin")
+            inst.fire("put", ok=False, nbytes=2 * i)
+            inst.fire("put", ok=True, nbytes=2 * i + 1)
+
+    def drive_cold(insts: list[Instance], machine: Machine) -> None:
+        clear = sc_runtime.clear_memo
+        for inst in insts:
+            clear(machine)
+            inst.fire("enqueue")
+            inst.fire("begin")
+            inst.fire("put", ok=False)
+            inst.fire("put", ok=True)
 
     return Impl(
         build=sender_machine,
@@ -123,7 +140,7 @@ def statecore_impl() -> Impl:
         create_own=lambda: Instance(sender_machine()),
         drive=drive,
         drive_distinct=drive_distinct,
-        clear=sc_runtime.clear_memo,
+        drive_cold=drive_cold,
     )
 
 
@@ -157,19 +174,21 @@ class TModel:
         self.puts += 1
 
 
-def drive_named(obj: Any, i: int) -> None:
-    """One cycle through methods named after the events (pytransitions, hand-written)."""
-    obj.enqueue()
-    obj.begin()
-    obj.put(ok=False)
-    obj.put(ok=True)
+def drive_named(objs: list[Any], start: int) -> None:
+    """Cycles through methods named after the events (pytransitions, hand-written)."""
+    for obj in objs:
+        obj.enqueue()
+        obj.begin()
+        obj.put(ok=False)
+        obj.put(ok=True)
 
 
-def drive_named_distinct(obj: Any, i: int) -> None:
-    obj.enqueue()
-    obj.begin()
-    obj.put(ok=False, nbytes=2 * i)
-    obj.put(ok=True, nbytes=2 * i + 1)
+def drive_named_distinct(objs: list[Any], start: int) -> None:
+    for i, obj in enumerate(objs, start):
+        obj.enqueue()
+        obj.begin()
+        obj.put(ok=False, nbytes=2 * i)
+        obj.put(ok=True, nbytes=2 * i + 1)
 
 
 def transitions_impl() -> Impl:
@@ -223,17 +242,19 @@ def python_statemachine_impl() -> Impl:
 
         return Sender
 
-    def drive(sm: Any, i: int) -> None:
-        sm.send("enqueue")
-        sm.send("begin")
-        sm.send("put", ok=False)
-        sm.send("put", ok=True)
+    def drive(sms: list[Any], start: int) -> None:
+        for sm in sms:
+            sm.send("enqueue")
+            sm.send("begin")
+            sm.send("put", ok=False)
+            sm.send("put", ok=True)
 
-    def drive_distinct(sm: Any, i: int) -> None:
-        sm.send("enqueue")
-        sm.send("begin")
-        sm.send("put", ok=False, nbytes=2 * i)
-        sm.send("put", ok=True, nbytes=2 * i + 1)
+    def drive_distinct(sms: list[Any], start: int) -> None:
+        for i, sm in enumerate(sms, start):
+            sm.send("enqueue")
+            sm.send("begin")
+            sm.send("put", ok=False, nbytes=2 * i)
+            sm.send("put", ok=True, nbytes=2 * i + 1)
 
     return Impl(build, lambda cls: cls(), None, drive, drive_distinct)
 
@@ -319,26 +340,25 @@ def best(run: Callable[[], float], repeat: int) -> float:
     return min(run() for _ in range(repeat))
 
 
+_cycle_numbers = itertools.count(0, 1 << 32)  # where each run's distinct payloads start
+
+
 def time_fires(impl: Impl, workload: str, cycles: int, repeat: int) -> float:
     """µs per fire of `workload` on instances created beforehand."""
     drive = impl.drive_distinct if workload == "distinct" else impl.drive
-    clear = impl.clear if workload == "cold" else None
-    counter = iter(range(1 << 62))  # cycle numbers, never repeated across repeats
+    cold = impl.drive_cold if workload == "cold" else None
 
     def run() -> float:
         shared = impl.build(workload == "distinct")  # a fresh one: add_model accumulates
-        drive(impl.create(shared), next(counter))  # warms caches and the memo
+        start = next(_cycle_numbers)
+        drive([impl.create(shared)], start)  # warms caches and the memo
         objs = [impl.create(shared) for _ in range(cycles)]
-        numbers = [next(counter) for _ in range(cycles)]
         with no_gc():
             started = time.process_time()
-            if clear is None:
-                for obj, i in zip(objs, numbers):
-                    drive(obj, i)
+            if cold is None:
+                drive(objs, start + 1)
             else:
-                for obj, i in zip(objs, numbers):
-                    clear(shared)
-                    drive(obj, i)
+                cold(objs, shared)
             elapsed = time.process_time() - started
         return elapsed / (cycles * FIRES_PER_CYCLE) * 1e6
 
@@ -374,7 +394,7 @@ def check_equivalence() -> None:
         impl = factory()
         for distinct in (False, True):
             obj = impl.create(impl.build(distinct))
-            (impl.drive_distinct if distinct else impl.drive)(obj, 7)
+            (impl.drive_distinct if distinct else impl.drive)([obj], 7)
             state: object
             if isinstance(obj, Instance):
                 state, puts = obj.state, obj.snapshot.puts
@@ -548,7 +568,7 @@ def time_all(fast: int, slow: int, repeat: int) -> dict[str, Any]:
         for name, impl in impls.items():
             cycles = slow if name in SLOW else fast
             for workload in WORKLOADS:
-                if workload == "cold" and impl.clear is None:
+                if workload == "cold" and impl.drive_cold is None:
                     continue  # no memo to clear: the warm figure is the cold one
                 figure = time_fires(impl, workload, cycles, 1)
                 fires[name, workload] = min(fires.get((name, workload), figure), figure)

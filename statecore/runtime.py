@@ -194,7 +194,8 @@ def _key(event: str, payload: dict[str, Any]) -> object:
         return event
     size = len(payload)
     if size == 1:
-        [(name, value)] = payload.items()
+        [name] = payload
+        value = payload[name]
         return (event, name, value, type(value))
     if size == 2:
         [name, other] = payload
@@ -295,7 +296,8 @@ class Instance:
         if not payload:
             key: object = event
         elif len(payload) == 1:
-            [(name, value)] = payload.items()
+            [name] = payload
+            value = payload[name]
             key = (event, name, value, type(value))
         elif len(payload) == 2:
             [name, other] = payload
