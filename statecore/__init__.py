@@ -9,8 +9,16 @@ core; they import nothing outside the standard library.
 from __future__ import annotations
 
 from .definition import Event, Field, Machine, Output, Snapshot, State, Transition, Var, out
-from .errors import DefinitionError, FireError, StatecoreError, TransitionError
-from .runtime import Instance
+from .errors import (
+    DefinitionError,
+    FireError,
+    ImpureCallbackError,
+    ListenerError,
+    ReentrantFireError,
+    StatecoreError,
+    TransitionError,
+)
+from .runtime import Instance, clear_memo, memo_size, verify_memo
 from .semantics import ACCEPTED, IGNORED, REJECTED, Outcome, step
 
 __version__ = "0.1.0"
@@ -23,16 +31,22 @@ __all__ = [
     "Event",
     "Field",
     "FireError",
+    "ImpureCallbackError",
     "Instance",
+    "ListenerError",
     "Machine",
     "Outcome",
     "Output",
+    "ReentrantFireError",
     "Snapshot",
     "State",
     "StatecoreError",
     "Transition",
     "TransitionError",
     "Var",
+    "clear_memo",
+    "memo_size",
     "out",
     "step",
+    "verify_memo",
 ]
