@@ -64,8 +64,12 @@ The system `receiver_system` (one request id, reused once after cleanup):
   ``connector.get`` that finds the chunk) or ``get_start_empty`` (the same
   poll finding nothing yet, so the result is ``None``; not internal: the loop
   then only backs off and retries, BASE:77-82, which is idling, not
-  progress), then ``get_return`` (internal: steps 2-3, the re-checks and the
-  commit), so that a cleanup can run in between.
+  progress), then, so that a cleanup can run in between, steps 2-3 as one of
+  two internal actions: ``get_return`` while the entry is still the
+  registered one (a ``None`` requeues it; a chunk is committed and the
+  registration popped) or ``get_return_stale`` once ``cleanup_receiver``
+  removed it (the poll is dropped: the commit barrier). The identity
+  re-check is the precondition that tells them apart.
 
 Simplifications: the chunks of one incarnation are ``data``, ``segment_end``,
 ``finished`` (`ReceiverConfig.stream`); a connector exception behaves like
@@ -74,15 +78,27 @@ Simplifications: the chunks of one incarnation are ``data``, ``segment_end``,
 merged into the commit clearing ``waiting``; an empty non-boundary chunk
 (generation mode: consumed but not made ready, CTA:669-674), the AR prompt
 updates (``_pending_ar_prompt_updates``), timeouts and receive failures are
-left out; a new incarnation's producer starts a fresh stream (connector keys
-of the old incarnation are not read again: the connector's key lifecycle is
-not modelled), and every chunk carries the incarnation that produced it as a
-ghost, so a chunk committed into the wrong incarnation can be seen. Without
-the re-check (the variant), a late commit into an id with no live state
-recreates it in the real code (``get_req_chunk`` is a ``defaultdict``); the
-model records that only as the ghost ``late_commit``, and a late commit into
-a successor that is done receiving is ignored. Every transition of both
-machines is taken in the reference, which holds with no vacuous property.
+left out; the global ``connector`` holds the current incarnation's stream as
+its upstream put it, key by key, and a new incarnation's producer starts a
+fresh one (connector keys of the old incarnation are not read again: the
+connector's key lifecycle is not modelled); every chunk carries the
+incarnation that produced it as a ghost, so a chunk committed into the wrong
+incarnation can be seen. Without the re-check (the variant), a late commit
+into an id with no live state recreates it in the real code
+(``get_req_chunk`` is a ``defaultdict``); the model keeps no state for it, but
+the commit's output names the removed registration, which the
+``commit_barrier`` monitor refuses; a late commit into a successor that is
+done receiving is ignored. Every transition of both machines is taken in the
+reference, which holds with no vacuous property.
+
+Mutants no property can tell from the reference (``statecore check
+--adequacy``), each declared in `EQUIVALENT_MUTANTS` with its reason: the
+scheduler's ``not waiting`` guard and ``load_async``'s registered-entry check
+refuse the same states (``waiting`` holds exactly while an entry is
+registered), so dropping either changes nothing; without the initial spawn
+``new_request`` starts the first incarnation instead; a ``resume`` the machine
+rejects is a step that changes nothing; and the outputs ``cleaned``,
+``committed`` and ``dropped`` are observations whose removal changes no state.
 
 `ReceiverConfig.recheck=False` is the variant ``receiver_no_recheck``: the
 identity re-check before the commit (CTA:532-533) removed, so a chunk whose
@@ -108,9 +124,12 @@ SEGMENT_END = "segment_end"
 FINISHED = "finished"
 KINDS: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
 
+# A chunk the upstream put under the next key: (kind, producer), where
+# `producer` is the generation of the request incarnation whose stream it
+# belongs to (a ghost: the wire carries only the key and the chunk).
+Chunk = tuple[str, int]
 # The recv thread inside connector.get: (entry, chunk_id, result, producer).
-# `result` is the kind of the chunk read, or None; `producer` is the
-# generation of the request incarnation whose stream the chunk belongs to.
+# `result` is the kind of the chunk read, or None (producer 0) if none was there.
 InFlight = tuple[Handle, int, str | None, int]
 
 
@@ -196,14 +215,45 @@ def load_entry_machine() -> Machine:
             State("getting", doc="the recv thread is in connector.get with it"),
         ],
         events=[
-            Event("get_start", doc="step 1 passed: identity holds, chunk_id read"),
-            Event("get_miss", doc="connector.get returned None (or raised): retry later"),
+            Event(
+                "get_start",
+                policy="error",
+                doc="step 1 passed: identity holds, chunk_id read (only a queued entry)",
+            ),
+            Event(
+                "get_miss",
+                policy="error",
+                doc="connector.get returned None (or raised): retry later (only while getting)",
+            ),
         ],
         transitions=[
             Transition("queued", "get_start", "getting"),
             Transition("getting", "get_miss", "queued"),
         ],
     )
+
+
+_OUTPUT_ONLY = "an output only: the action changes the same state without it"
+
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    "drop-guard receiver_state.streaming--register-->(same)": "load_async refuses a "
+    "registered id first, and waiting holds exactly while an entry is registered",
+    'skip-spawn build.<locals>.init: tx.spawn("receiver", req)': "new_request spawns "
+    "the first incarnation instead, with the same generation and an empty stream",
+    'skip-require build.<locals>.load_async: tx.require(tx.handle("entry", req) is None)'
+    "  # already registered: return": "the register guard (not waiting) refuses the same "
+    "states: waiting holds exactly while an entry is registered",
+    'skip-require build.<locals>.resume_segment: tx.require(tx.fire(state, "resume")'
+    ".accepted)": "a resume the machine rejects changes no state",
+    'skip-emit build.<locals>.cleanup: tx.emit(out("cleaned", request=state, entry=entry))': (
+        _OUTPUT_ONLY
+    ),
+    'skip-emit build.<locals>.get_return: tx.emit(out("committed", request=state, '
+    "entry=entry, **what))": _OUTPUT_ONLY,
+    'skip-emit build.<locals>.get_return_stale: tx.emit(out("dropped", entry=entry, '
+    "chunk=chunk_id))  # the commit barrier": _OUTPUT_ONLY,
+}
+"""Mutants of `receiver_system` that behave like it, by id, with the reason."""
 
 
 def build(config: ReceiverConfig = ReceiverConfig()) -> System:
@@ -222,15 +272,17 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
     # -- producer and client ---------------------------------------------------------
 
     def put(tx: Tx, req: Hashable) -> None:
-        tx.require(tx.live(("receiver", req)))
-        available = tx.get("available")
-        tx.require(available < len(stream))
-        tx.set("available", available + 1)
+        state = tx.handle("receiver", req)
+        tx.require(state is not None)
+        assert state is not None
+        chunks: tuple[Chunk, ...] = tx.get("connector")
+        tx.require(len(chunks) < len(stream))
+        tx.set("connector", (*chunks, (stream[len(chunks)], state.generation)))
 
     def new_request(tx: Tx, req: Hashable) -> None:
         tx.require(not tx.live(("receiver", req)), "the id is still in use")
         tx.spawn("receiver", req)
-        tx.set("available", 0)  # the new incarnation's upstream starts its own stream
+        tx.set("connector", ())  # the new incarnation's upstream starts its own stream
 
     # -- scheduler -----------------------------------------------------------------
 
@@ -256,7 +308,7 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
         if entry is not None:
             tx.retire(entry)  # _registered_load_entries.pop: in-flight polls go stale
         tx.retire(state)  # get_req_chunk and both flags popped
-        tx.emit(out("cleaned", request=state))
+        tx.emit(out("cleaned", request=state, entry=entry))
 
     # -- recv thread ---------------------------------------------------------------
 
@@ -265,14 +317,14 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
         entry = tx.handle("entry", req)
         tx.require(entry is not None)
         assert entry is not None
-        state = tx.handle("receiver", req)
         snap = tx.snapshot(("receiver", req))
-        assert state is not None and snap is not None  # an entry implies receiver state
+        assert snap is not None  # an entry implies receiver state
         chunk_id = snap.chunk
-        tx.require((chunk_id < tx.get("available")) == found)
-        tx.require(tx.fire(entry, "get_start").accepted)
-        result = stream[chunk_id] if found else None
-        flight: InFlight = (entry, chunk_id, result, state.generation)
+        chunks: tuple[Chunk, ...] = tx.get("connector")
+        tx.require((chunk_id < len(chunks)) == found)
+        tx.fire(entry, "get_start")
+        result, producer = chunks[chunk_id] if found else (None, 0)
+        flight: InFlight = (entry, chunk_id, result, producer)
         tx.set("in_flight", flight)
 
     def get_start(tx: Tx, req: Hashable) -> None:
@@ -281,43 +333,51 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
     def get_start_empty(tx: Tx, req: Hashable) -> None:
         start(tx, req, found=False)
 
-    def get_return(tx: Tx) -> None:
+    def take_flight(tx: Tx) -> InFlight:
+        """connector.get returned: the poll the recv thread was running, now over."""
         flight: InFlight | None = tx.get("in_flight")
         tx.require(flight is not None)
         assert flight is not None
-        entry, chunk_id, result, producer = flight
         tx.set("in_flight", None)
-        current = tx.live(entry)  # _registered_load_entries.get(req_id) is entry
+        return flight
+
+    def get_return(tx: Tx) -> None:
+        entry, chunk_id, result, producer = take_flight(tx)
+        # _registered_load_entries.get(req_id) is entry: after a None always
+        # (CTA:515-526), after a chunk only with the re-check (CTA:528-533).
+        tx.require(tx.live(entry) or (result is not None and not config.recheck))
         if result is None:
-            if current:
-                tx.fire(entry, "get_miss")  # False: requeued, polled again
-            return  # stale: True, the entry is dropped
-        if config.recheck and not current:
-            tx.emit(out("dropped", entry=entry, chunk=chunk_id))  # the commit barrier
+            tx.fire(entry, "get_miss")  # False: requeued, polled again
             return
         req = entry.key
-        if not current:
-            tx.set("late_commit", True)
         state = tx.handle("receiver", req)
         if state is not None:
             tx.fire(state, "commit", kind=result)
-        tx.emit(out("committed", request=state, producer=producer, chunk=chunk_id, kind=result))
+        what: dict[str, Hashable] = {"producer": producer, "chunk": chunk_id, "kind": result}
+        tx.emit(out("committed", request=state, entry=entry, **what))
         registered = tx.handle("entry", req)
         if registered is not None:
             tx.retire(registered)  # _registered_load_entries.pop(req_id, None)
+
+    def get_return_stale(tx: Tx) -> None:
+        entry, chunk_id, result, _producer = take_flight(tx)
+        # cleanup_receiver popped the registration while connector.get ran.
+        tx.require(not tx.live(entry) and (result is None or config.recheck))
+        if result is not None:
+            tx.emit(out("dropped", entry=entry, chunk=chunk_id))  # the commit barrier
 
     req_param = {"req": req_keys}
     return System(
         config.name,
         doc=__doc__ or "",
+        equivalent_mutants=EQUIVALENT_MUTANTS,
         components=[
             Component("receiver", receiver, req_keys, max_generations=config.incarnations),
             Component("entry", load_entry_machine(), req_keys, max_generations=entries),
         ],
         globals=[
-            Global("available", 0, doc="chunks the current incarnation's upstream has put"),
+            Global("connector", (), doc="the current incarnation's stream put so far: see Chunk"),
             Global("in_flight", None, doc="the recv thread in connector.get: see InFlight"),
-            Global("late_commit", False, doc="ghost: a chunk was committed after cleanup"),
         ],
         init=init,
         actions=[
@@ -329,6 +389,7 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
             Action("get_start", "recv_thread", get_start, req_param, internal=True),
             Action("get_start_empty", "recv_thread", get_start_empty, req_param),
             Action("get_return", "recv_thread", get_return, internal=True),
+            Action("get_return_stale", "recv_thread", get_return_stale, internal=True),
         ],
         properties=properties(len(stream)),
     )

@@ -2,12 +2,14 @@
 
 Each property names the vLLM-Omni 0.30.0 code it comes from (``CTA`` is
 ``vllm_omni/distributed/omni_connectors/transfer_adapter/chunk_transfer_adapter.py``).
-The globals they read are documented on the system: ``late_commit`` (a chunk
-was committed after ``cleanup_receiver`` removed its registration),
-``available`` (chunks the current incarnation's upstream has put),
-``in_flight`` (the recv thread inside ``connector.get``). The commit's output
-``committed(request, producer, chunk, kind)`` names the incarnation whose state
-took the chunk and, as a ghost, the incarnation whose upstream produced it.
+The globals they read are documented on the system: ``connector`` (the chunks
+the current incarnation's upstream has put), ``in_flight`` (the recv thread
+inside ``connector.get``). Two outputs carry what the monitors judge:
+``committed(request, entry, producer, chunk, kind)`` names the incarnation
+whose state took the chunk, the registration (`Handle` of the ``entry``) the
+poll ran for and, as a ghost, the incarnation whose upstream produced it;
+``cleaned(request, entry)`` names the registration ``cleanup_receiver``
+removed (None if there was none).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from statecore.system import Emitted, Handle, StateView
 COMMIT_BARRIER = "commit_barrier"
 CHUNKS_IN_ORDER = "chunks_in_order"
 FINISHED_ENDS_STREAM = "finished_ends_stream"
+WAITING_IFF_REGISTERED = "waiting_iff_registered"
 
 POLL = "_poll_single_request (CTA:494-544)"
 
@@ -88,9 +91,43 @@ def route_committed(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, objec
     return request, "commit", payload
 
 
+def registration_monitor() -> Machine:
+    """One ``_LoadEntry`` registration: committed once, or removed by cleanup, then nothing."""
+    return Machine(
+        "registration",
+        doc="A registration takes at most one commit, and none once cleanup_receiver removed it.",
+        states=[
+            State("registered", initial=True, doc="in _registered_load_entries"),
+            State("committed", final=True, doc="its chunk was committed; it was popped"),
+            State("removed", final=True, doc="cleanup_receiver popped it"),
+        ],
+        events=[
+            Event("commit", policy="reject", doc="_commit_received_chunk for this poll"),
+            Event("remove", policy="reject", doc="cleanup_receiver"),
+        ],
+        transitions=[
+            Transition("registered", "commit", "committed"),
+            Transition("registered", "remove", "removed"),
+        ],
+    )
+
+
+def route_registration(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
+    """Route ``cleaned`` and ``committed`` to the monitor of the registration they name."""
+    output = emitted.output
+    entry = output.get("entry")
+    if not isinstance(entry, Handle):
+        return None
+    if output.name == "cleaned":
+        return entry, "remove", {}
+    if output.name == "committed":
+        return entry, "commit", {}
+    return None
+
+
 def _finished_ends_stream(chunks: int) -> Predicate:
     def pred(v: StateView) -> bool:
-        if v.get("available") < chunks:
+        if len(v.get("connector")) < chunks:
             return True
         for handle, snap in v.live("receiver"):
             if snap.state != "exhausted" or v.snapshot("entry", handle.key) is not None:
@@ -109,6 +146,14 @@ def _late_chunk_in_flight(v: StateView) -> bool:
     return slot.snapshot is None or slot.generation != entry.generation
 
 
+def _waiting_iff_registered(v: StateView) -> bool:
+    """A live incarnation is WAITING_FOR_CHUNK exactly while a registration of it is out."""
+    return all(
+        snap.waiting == (v.snapshot("entry", handle.key) is not None)
+        for handle, snap in v.live("receiver")
+    )
+
+
 def _reused_to_end(v: StateView) -> bool:
     return any(
         handle.generation >= 2 and snap.state == "exhausted" for handle, snap in v.live("receiver")
@@ -118,12 +163,14 @@ def _reused_to_end(v: StateView) -> bool:
 def properties(chunks: int = 3) -> tuple[Property, ...]:
     """The receiver properties, in the order reports list them."""
     return (
-        always(
+        monitor(
             COMMIT_BARRIER,
             "No chunk is committed after cleanup_receiver removed its registration: "
-            "cleanup is a commit barrier.",
-            lambda v: not v.get("late_commit"),
-            source=f"{POLL}: 'Treat cleanup as a commit barrier' (CTA:528-533)",
+            "cleanup is a commit barrier, and a registration takes one commit at most.",
+            registration_monitor(),
+            route_registration,
+            source=f"{POLL}: 'Treat cleanup as a commit barrier' (CTA:528-533); "
+            "cleanup_receiver pops _registered_load_entries (CTA:947-966)",
         ),
         monitor(
             CHUNKS_IN_ORDER,
@@ -141,6 +188,15 @@ def properties(chunks: int = 3) -> tuple[Property, ...]:
             _finished_ends_stream(chunks),
             source="meta.finished -> upstream_exhausted_requests (CTA:597-605); "
             "is_done_receiving_chunks (CTA:911-919)",
+        ),
+        always(
+            WAITING_IFF_REGISTERED,
+            "A request is parked in WAITING_FOR_CHUNK exactly while a load registration of it "
+            "is out: none waits with nobody polling for it, none polled is left running.",
+            _waiting_iff_registered,
+            source="_process_chunk_queue: load_async, then WAITING_FOR_CHUNK (CTA:1536-1547); "
+            "a committed chunk pops the registration and makes the request ready "
+            "(CTA:534-544, CTA:1548-1555)",
         ),
         sometimes(
             "late_chunk_in_flight",

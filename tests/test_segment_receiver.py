@@ -190,13 +190,19 @@ def test_parked_and_token_traces_name_the_dropping_branch() -> None:
 
 
 def test_no_recheck_trace_commits_into_the_successor() -> None:
+    barrier = report_of(TARGETS["receiver_no_recheck"]).result("commit_barrier")
+    assert barrier.trace is not None
+    (cleaned,) = [e.output for e in barrier.trace.steps[-2].outputs]
+    (late,) = [e.output for e in barrier.trace.steps[-1].outputs]
+    assert cleaned.name == "cleaned" and late.name == "committed"
+    assert late.get("entry") == cleaned.get("entry") and late.get("request") is None
     result = report_of(TARGETS["receiver_no_recheck"]).result("chunks_in_order")
     assert result.trace is not None
     last = result.trace.steps[-1]
     (committed,) = [e.output for e in last.outputs if e.output.name == "committed"]
     successor = committed.get("request")
     assert successor.generation == 2 and committed.get("producer") == 1
-    assert committed.get("chunk") == 0
+    assert committed.get("chunk") == 0 and committed.get("entry").generation == 1
     system = rx.variant_no_recheck()
     state = system.view(last.state).snapshot("receiver", REQ)
     assert state is not None and state.chunk == 1  # its own chunk 0 will never be read
@@ -355,10 +361,12 @@ def test_receiver_cleanup_is_a_commit_barrier_and_reuse_restarts_at_chunk_0() ->
         ("cleanup", r),
         ("new_request", r),
     )
-    step_ = system.next_step(states[-1], ActionLabel("get_return"))
+    # The registration the poll ran for is gone: only the stale return is enabled.
+    assert "get_return" not in [label.name for label in system.actions_in(states[-1])]
+    step_ = system.next_step(states[-1], ActionLabel("get_return_stale"))
     assert [e.output.name for e in step_.outputs] == ["dropped"]
     view = system.view(step_.state)
-    assert not view.get("late_commit")
+    assert view.get("in_flight") is None
     successor = view.slot("receiver", REQ)
     assert successor.generation == 2 and successor.snapshot is not None
     assert successor.snapshot.chunk == 0 and not successor.snapshot.waiting
