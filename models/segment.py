@@ -78,6 +78,11 @@ The system `segments` (one external id):
 * save thread (internal) - ``send``: the head of the FIFO is put;
 * consumer (internal) - ``receive``: the next key is read, in order.
 
+Each queued task carries, as ghosts the wire does not carry, the segment it
+belongs to, whether it is the late save, and the step it saves (the confirmed
+token count of the scheduler step), so that the consumer's reads can be judged
+segment by segment and step by step.
+
 Simplifications: one external id and one request; one chunk per segment
 (`SegmentConfig.chunks`) and three segments (`SegmentConfig.segments`); every
 scheduler step that saves commits exactly one token (a chunk, a segment end's
@@ -108,8 +113,15 @@ too. Whether a native-duplex resume (ARS:683) can meet a request whose
 counter an earlier streaming update created is not established here.
 
 Every transition of both machines is taken in the reference, which holds with
-no vacuous property. `SegmentConfig` selects the behaviour; each variant flips
-one switch:
+no vacuous property. Mutants no property can tell from the reference
+(``statecore check --adequacy``), declared in `EQUIVALENT_MUTANTS`: the
+replay branch's ``expected = gen`` (a re-run follows an admitted chunk of the
+same generation, which already set it); the scheduler's check that the
+request exists (init spawns it and nothing retires it); the one-late-save
+bound (every late save is dropped with no state change, so a second adds
+nothing); and the consumer's ``received`` output (an observation).
+
+`SegmentConfig` selects the behaviour; each variant flips one switch:
 
 * ``segments_6816`` - before #6816 a segment end always advanced the watermark
   to ``generation + 1``; a request without the counter that resumes its next
@@ -153,10 +165,11 @@ RESUME = "resume"
 
 Advance = Literal["counter", "always", "never"]
 
-# A queued task: (kind, segment index it belongs to, is a late save). The
-# segment index and the late flag are ghosts for the properties: the wire
-# carries only ``finished`` and ``is_segment_finished``.
-Task = tuple[str, int, bool]
+# A queued task: (kind, segment index it belongs to, is a late save, the
+# confirmed token count of the step it saves). The segment index, the late
+# flag and the step are ghosts for the properties: the wire carries only
+# ``finished`` and ``is_segment_finished``.
+Task = tuple[str, int, bool, int]
 
 
 @dataclass(frozen=True)
@@ -461,6 +474,19 @@ def segment_watermark_machine(
     )
 
 
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    "drop-effect segment_watermark.open--save(replay)-->open": "a re-run follows an admitted "
+    "chunk of the same generation, which already set expected to it",
+    "skip-require build.<locals>.scheduler_step: tx.require(handle is not None)": "init "
+    "spawns the request and nothing retires it: the handle always exists",
+    'skip-require build.<locals>.late_save: tx.require(not tx.get("late_issued"))': "every "
+    "late save is dropped with no state change, so a second one adds nothing",
+    'skip-emit build.<locals>.receive: tx.emit(out("received", kind=kind, segment=segment, '
+    "late=late, step=step))": "an output only: the consumer's state changes the same",
+}
+"""Mutants of `segments` that behave like it, by id, with the reason."""
+
+
 def build(config: SegmentConfig = SegmentConfig()) -> System:
     """The segments system for `config`, with the spec's properties."""
     from statecore.spec.segment import properties
@@ -505,7 +531,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
         after = tx.snapshot(handle)
         assert after is not None
         if admit(tx, ext, kind, after):
-            task: Task = (kind, before.ends, False)
+            task: Task = (kind, before.ends, False, after.tokens)
             tx.set("queue", (*tx.get("queue"), task))
         else:
             tx.set("lost", True)  # a save of the request's own segment, dropped silently
@@ -535,7 +561,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
         assert snap is not None
         tx.set("late_issued", True)
         if admit(tx, ext, CHUNK, snap):
-            task: Task = (CHUNK, snap.ends - 1, True)
+            task: Task = (CHUNK, snap.ends - 1, True, snap.tokens)
             tx.set("queue", (*tx.get("queue"), task))
             tx.set("late_enqueued", True)
 
@@ -555,7 +581,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
             counter=snap.counter,
         )
         if outcome.outputs[0].name == "admitted":  # a duplicate goes out
-            task: Task = (CHUNK, snap.ends, False)
+            task: Task = (CHUNK, snap.ends, False, snap.tokens - 1)
             tx.set("queue", (*tx.get("queue"), task))
 
     def send(tx: Tx) -> None:
@@ -571,9 +597,9 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
     def receive(tx: Tx) -> None:
         mailbox = tx.get("mailbox")
         tx.require(mailbox)
-        kind, segment, _late = mailbox[0]
+        kind, segment, late, step = mailbox[0]
         tx.set("mailbox", mailbox[1:])
-        tx.emit(out("received", kind=kind, segment=segment))
+        tx.emit(out("received", kind=kind, segment=segment, late=late, step=step))
         if kind == SEGMENT_END:
             tx.set("seen_ends", tx.get("seen_ends") + 1)
         elif kind == TERMINAL:
@@ -583,12 +609,13 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
     return System(
         config.name,
         doc=__doc__ or "",
+        equivalent_mutants=EQUIVALENT_MUTANTS,
         components=[
             Component("request", request, ext_keys),
             Component("watermark", watermark, ext_keys),
         ],
         globals=[
-            Global("queue", (), doc="_pending_save_reqs: FIFO of (kind, segment, late)"),
+            Global("queue", (), doc="_pending_save_reqs: FIFO of Task (kind, segment, late, step)"),
             Global("mailbox", (), doc="keys put and not yet read by the consumer, in order"),
             Global("seen_ends", 0, doc="segment ends the consumer has read"),
             Global("seen_end", False, doc="the consumer has read the request end"),
@@ -611,7 +638,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
             Action("send", "save_thread", send, internal=True),
             Action("receive", "consumer", receive, internal=True),
         ],
-        properties=properties(config.segments),
+        properties=properties(config.segments, config.max_tokens),
     )
 
 

@@ -6,8 +6,9 @@ are documented on the system: ``seen_ends`` / ``seen_end`` (what the consumer
 has read), ``lost`` (``save_async`` silently dropped a save of the request's
 open segment), ``late_issued`` / ``late_enqueued`` (the late save for an old
 segment generation was issued / queued). The consumer's outputs
-``received(kind, segment)`` carry the index of the segment each key belongs
-to, a ghost the wire does not carry.
+``received(kind, segment, late, step)`` carry ghosts the wire does not carry:
+the index of the segment each key belongs to, whether it is the late save, and
+the step it saves (the confirmed token count the save reported).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ LATE_SAVE_DROPPED = "late_save_dropped"
 NO_CURRENT_SAVE_DROPPED = "no_current_save_dropped"
 REQUEST_END_AFTER_SEGMENTS = "request_end_after_segments"
 REQUEST_END_DELIVERED = "request_end_delivered"
+STEPS_READ_ONCE = "steps_read_once"
+WATERMARKS_CLEARED = "watermarks_cleared"
 
 SAVE_ASYNC = "chunk_transfer_adapter.py save_async (CTA:370-492)"
 
@@ -106,6 +109,52 @@ def route_received(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object
     return "request", _EVENTS[str(output.get("kind"))], {"segment": output.get("segment")}
 
 
+def step_order_monitor(max_tokens: int = 6) -> Machine:
+    """The steps one segment's keys carry, as the consumer reads them: each a later one."""
+    return Machine(
+        "step_order",
+        doc="Within a segment, each key the consumer reads carries a later step (confirmed "
+        "token count) than the one before: no step is read twice.",
+        states=[State("reading", initial=True, doc="`last` is the latest step read")],
+        variables=[Var("last", (None, *range(max_tokens + 1)), None, doc="None: nothing yet")],
+        events=[Event("key", [Field("step", range(max_tokens + 1))], policy="reject")],
+        transitions=[
+            Transition(
+                "reading",
+                "key",
+                None,
+                guard=lambda s, p: s.last is None or p["step"] > s.last,
+                guard_label="a later step",
+                effect=lambda s, p: {"last": p["step"]},
+                effect_label="last = step",
+            )
+        ],
+    )
+
+
+def route_steps(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
+    """Route a received key, late saves aside, to the monitor of its segment."""
+    output = emitted.output
+    if output.name != "received" or output.get("late"):
+        return None  # a late save is late_save_dropped's business
+    return ("request", output.get("segment")), "key", {"step": output.get("step")}
+
+
+def _watermarks_cleared(v: StateView) -> bool:
+    """The id holds neither watermark (both popped by the terminal's cleanup)."""
+    return all(snap.expected is None and snap.sent is None for _, snap in v.live("watermark"))
+
+
+def _counter_from_arrival(v: StateView) -> bool:
+    return any(
+        snap.state == "parked" and snap.counter and snap.gen == 0 for _, snap in v.live("request")
+    )
+
+
+def _rerun_possible(v: StateView) -> bool:
+    return any(snap.state == "streaming" and snap.chunks >= 1 for _, snap in v.live("request"))
+
+
 def _end_after_segments(v: StateView) -> bool:
     """The consumer read as many segment ends as the scheduler saved."""
     return all(snap.ends == v.get("seen_ends") for _, snap in v.live("request"))
@@ -123,7 +172,7 @@ def _resumed_without_counter(v: StateView) -> bool:
     )
 
 
-def properties(segments: int = 3) -> tuple[Property, ...]:
+def properties(segments: int = 3, max_tokens: int = 6) -> tuple[Property, ...]:
     """The segments properties, in the order reports list them."""
     return (
         monitor(
@@ -166,6 +215,25 @@ def properties(segments: int = 3) -> tuple[Property, ...]:
             source="meta.finished is the consumer's only end of stream; a dropped save "
             "records no failure (CTA:421-429, CTA:452-463)",
         ),
+        monitor(
+            STEPS_READ_ONCE,
+            "The consumer reads each step once: within a segment, every key it reads (late "
+            "saves aside) carries a later confirmed token count than the one before, so a "
+            "preempted re-run of a step already sent never reaches it.",
+            step_order_monitor(max_tokens),
+            route_steps,
+            source=f"{SAVE_ASYNC}: 'If the request is preempted, skip the already saved "
+            "chunks' (CTA:451-463, requests_num_chunks_sent)",
+        ),
+        always(
+            WATERMARKS_CLEARED,
+            "Once the consumer has read the request end, the adapter keeps neither watermark "
+            "of the id: the terminal's cleanup popped both.",
+            _watermarks_cleared,
+            when=lambda v: bool(v.get("seen_end")),
+            source="cleanup -> _clear_sender_state_locked pops _segment_generation and "
+            "requests_num_chunks_sent (CTA:882, CTA:1029-1043)",
+        ),
         sometimes(
             "late_save_issued",
             "A late save_async for an old segment generation is issued.",
@@ -177,6 +245,20 @@ def properties(segments: int = 3) -> tuple[Property, ...]:
             f"The consumer reads all {segments} segment ends, then the request end.",
             lambda v: bool(v.get("seen_end")) and v.get("seen_ends") == segments,
             source=f"vacuity guard for {REQUEST_END_AFTER_SEGMENTS}",
+        ),
+        sometimes(
+            "counter_from_arrival",
+            "A request that carries _omni_segment_generation from its arrival parks its first "
+            "segment (the segment end advanced the watermark from generation 0).",
+            _counter_from_arrival,
+            source="vacuity guard for the counter branch of #6816 (CTA:482-483)",
+        ),
+        sometimes(
+            "rerun_meets_watermark",
+            "A request streams with a chunk of its open segment already saved, where a "
+            "preempted re-run meets the token watermark.",
+            _rerun_possible,
+            source=f"vacuity guard for {STEPS_READ_ONCE}",
         ),
         sometimes(
             "resumed_without_counter",

@@ -332,6 +332,31 @@ def test_segments_late_save_is_dropped_and_segments_arrive_in_order() -> None:
     assert watermark is not None and watermark.expected is None  # popped by cleanup
 
 
+def test_segments_preempted_rerun_is_skipped_and_steps_are_read_once() -> None:
+    system = sg.SEGMENTS
+    e = {"ext": EXT}
+    states = run(system, ("arrive", {**e, "counter": False}), ("chunk", e))
+    rerun = system.next_step(states[-1], ActionLabel("preempted_rerun", (("ext", EXT),)))
+    assert [str(x.output) for x in rerun.outputs] == ["skipped(reason='replay')"]
+    assert rerun.state == states[-1]  # deduplicated: nothing changes
+    state = system.next_state(states[-1], ActionLabel("finish", (("ext", EXT),)))
+    for _ in range(2):
+        state = system.next_state(state, ActionLabel("send"))
+    reads = []
+    for _ in range(2):
+        done = system.next_step(state, ActionLabel("receive"))
+        reads.extend(x.output for x in done.outputs)
+        state = done.state
+    assert [(r.get("kind"), r.get("segment"), r.get("step")) for r in reads] == [
+        (sg.CHUNK, 0, 1),
+        (sg.TERMINAL, 0, 2),
+    ]
+    view = system.view(state)
+    watermark = view.snapshot("watermark", EXT)
+    assert view.get("seen_end") and watermark is not None
+    assert (watermark.expected, watermark.sent) == (None, None)  # popped by the cleanup
+
+
 def test_segments_without_counter_resume_keeps_the_stream() -> None:
     system = sg.SEGMENTS
     e = {"ext": EXT}
