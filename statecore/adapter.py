@@ -24,7 +24,7 @@ from typing import Any
 
 from .definition import Machine
 from .errors import StatecoreError
-from .system import StateView, System, SystemState, SystemStep
+from .system import Handle, StateView, System, SystemState, SystemStep
 
 
 class AdapterError(StatecoreError):
@@ -35,8 +35,35 @@ class Deadlock(StatecoreError):
     """A call neither reached a callback nor returned within the baton's timeout."""
 
 
+class AppliedStep(SystemStep):
+    """A `SystemStep` as `Adapter.apply` receives it: with the instances it started.
+
+    `spawned` holds a `Handle` per instance the step spawned (``tx.spawn``):
+    the generation the model just gave a key, which an adapter maps to the
+    id the implementation hands out (``self.ids[step.spawned[0]] =
+    service.create()``).
+    """
+
+    spawned: tuple[Handle, ...] = ()
+
+    @classmethod
+    def of(cls, step: SystemStep, spawned: tuple[Handle, ...]) -> AppliedStep:
+        """`step` with `spawned` attached."""
+        applied = tuple.__new__(cls, step)
+        applied.spawned = spawned
+        return applied
+
+
 class Adapter:
     """Base class of adapters; override `apply`, `observe` and `expect`.
+
+    The interpreter calls `setup` before every example (a fresh
+    implementation), `apply` after the model took each step, then compares
+    `observe()` with `expect(view)`; `teardown` ends the example. Design the
+    observation first: a small, hashable summary of what the implementation
+    exposes (``(name, value)`` pairs read best in a mismatch), and an
+    `expect` that computes the same summary from the model's state.
+    `docs/adapters.md` walks through one.
 
     `known` maps property ids the implementation is known to violate to the
     reason: such violations are reported on every run but do not fail it
@@ -49,8 +76,13 @@ class Adapter:
     def setup(self, system: System) -> None:
         """Build a fresh implementation (called before every example)."""
 
-    def apply(self, step: SystemStep, before: SystemState) -> None:
-        """Perform `step` (taken by the model from `before`) on the implementation."""
+    def apply(self, step: AppliedStep, before: SystemState) -> None:
+        """Perform `step` (taken by the model from `before`) on the implementation.
+
+        `step.action` is the action with its arguments, `step.state` the
+        model's state after it, `step.outputs` what it emitted and
+        `step.spawned` the handles of the instances it started.
+        """
         raise NotImplementedError
 
     def observe(self) -> Hashable:

@@ -85,10 +85,32 @@ def bundled_adapters() -> tuple[AdapterSpec, ...]:
     return declared + variants
 
 
+MODEL_PREFIX = "model:"
+"""``model:NAME`` runs a variant (a bundled name, or ``model:package.module:object``) as the
+implementation, through `SystemAdapter`."""
+
+
+def is_user_adapter(name: str) -> bool:
+    """Whether `name` names the user's own code (``package.module:object``, or
+    ``model:package.module:object``) rather than a bundled adapter."""
+    return ":" in name.removeprefix(MODEL_PREFIX)
+
+
 def resolve_adapter(
     target_name: str, adapter_name: str
 ) -> tuple[System, Callable[[], Adapter], AdapterSpec]:
-    """The system to fuzz and a factory of fresh adapters, for a target and adapter name."""
+    """The system to fuzz and a factory of fresh adapters, for a target and adapter name.
+
+    `adapter_name` is a bundled adapter (``statecore list``), ``model:VARIANT``
+    for a bundled variant run as the implementation, or the user's own code:
+    ``package.module:object`` naming an `Adapter` subclass or a function of no
+    arguments returning a fresh adapter, or ``model:package.module:object``
+    naming a System (or a function returning one) to run as the
+    implementation. The user's adapters fit any target; the model fuzzed is
+    `target_name`'s.
+    """
+    if is_user_adapter(adapter_name):
+        return _user_adapter(target_name, adapter_name)
     spec = _adapter_spec(target_name, adapter_name)
     if spec.name.startswith("model:"):
         implementation = resolve(spec.name.removeprefix("model:"))[1]
@@ -99,7 +121,64 @@ def resolve_adapter(
 
 def adapter_system(target_name: str, adapter_name: str) -> System:
     """The model configuration an adapter is fuzzed against, without importing the adapter."""
+    if is_user_adapter(adapter_name):
+        return resolve(target_name)[1]
     return _adapter_model(_adapter_spec(target_name, adapter_name), target_name)
+
+
+def _user_adapter(
+    target_name: str, adapter_name: str
+) -> tuple[System, Callable[[], Adapter], AdapterSpec]:
+    """A ``package.module:object`` adapter (or ``model:package.module:object``) of the user's."""
+    system = resolve(target_name)[1]
+    spec = AdapterSpec(name=adapter_name, target=target_name, factory=adapter_name)
+    if adapter_name.startswith(MODEL_PREFIX):
+        implementation = load_path(adapter_name.removeprefix(MODEL_PREFIX))
+        return system, lambda: SystemAdapter(implementation, name=adapter_name), spec
+    return system, load_adapter(adapter_name), spec
+
+
+def load_adapter(path: str) -> Callable[[], Adapter]:
+    """Import ``package.module:object`` and return it as a factory of fresh adapters.
+
+    The object is an `Adapter` subclass (called with no arguments for each
+    example) or a function of no arguments that returns a new adapter. An
+    adapter *instance* is refused: every example needs a fresh one.
+    """
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise TargetError(f"adapter {path!r} must look like package.module:object")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"adapter {path!r}: cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"adapter {path!r}: {module_name!r} has no {attr!r}") from None
+    if isinstance(obj, Adapter):
+        raise TargetError(
+            f"adapter {path!r} is an adapter instance; name its class, or a function that "
+            "returns a new one, so that every example starts from a fresh adapter"
+        )
+    if not callable(obj):
+        raise TargetError(
+            f"adapter {path!r} is a {type(obj).__name__}; name an Adapter subclass or a "
+            "function of no arguments that returns one"
+        )
+    try:
+        inspect.signature(obj).bind()
+    except TypeError:
+        raise TargetError(
+            f"adapter {path!r} is {_callable_kind(obj)} that needs arguments; name an Adapter "
+            "subclass or a function of no arguments that returns one"
+        ) from None
+    except ValueError:  # no signature to check: the first call decides
+        pass
+    factory: Callable[[], Adapter] = obj
+    return factory
 
 
 def _adapter_spec(target_name: str, adapter_name: str) -> AdapterSpec:
@@ -278,12 +357,26 @@ def trace_target(
 
 
 def _trace_adapter(where: str, declared: str, adapter: str | None, drawing: bool) -> str:
-    """The adapter a trace runs through: the user's, which must agree with the header's."""
+    """The adapter a trace runs through: the user's, which must agree with the header's.
+
+    A header naming an adapter that is not bundled (the user's own
+    ``package.module:object``) is honoured only when the user passes the same
+    name with --adapter: nothing named in a trace file is imported otherwise.
+    """
     if declared and declared not in {a.name for a in bundled_adapters()}:
-        raise TargetError(
-            f"{where}: the trace header names adapter {declared!r}, which is not bundled "
-            "('statecore list' shows the adapters); remove 'adapter' from the header"
-        )
+        if adapter == declared or (drawing and not adapter):
+            return declared
+        if is_user_adapter(declared) and not adapter:
+            raise TargetError(
+                f"{where}: the trace header names adapter {declared!r}, which is not bundled; "
+                "statecore imports only what you name yourself - if you trust this file, "
+                f"pass --adapter {declared} (and --target), or remove 'adapter' from the header"
+            )
+        if not is_user_adapter(declared):
+            raise TargetError(
+                f"{where}: the trace header names adapter {declared!r}, which is not bundled "
+                "('statecore list' shows the adapters); remove 'adapter' from the header"
+            )
     if adapter:
         if declared and declared != adapter:
             raise TargetError(

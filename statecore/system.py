@@ -614,6 +614,19 @@ class System:
             raise ActionError(f"system {self.name!r}: action {label} is not enabled in this state")
         return result
 
+    def spawned(self, before: SystemState, after: SystemState) -> tuple[Handle, ...]:
+        """The instances a step from `before` to `after` started (`Tx.spawn`), as handles.
+
+        A key spawned twice in one step shows its last generation only.
+        """
+        if before.slots is after.slots:
+            return ()
+        return tuple(
+            Handle(component, key, new.generation)
+            for (component, key), old, new in zip(self.slot_keys(), before.slots, after.slots)
+            if new.generation != old.generation and new.snapshot is not None
+        )
+
     def next_state(self, state: SystemState, label: ActionLabel) -> SystemState:
         """The state `label` leads to from `state` (Stateright's ``next_state``)."""
         return self.next_step(state, label).state
@@ -661,9 +674,24 @@ class StateView:
         """The slot (generation, snapshot) of (`component`, `key`)."""
         return self.state.slots[self.system.slot_index(component, key)]
 
-    def snapshot(self, component: str, key: Hashable) -> Snapshot | None:
-        """The live snapshot of (`component`, `key`), or None."""
-        return self.slot(component, key).snapshot
+    def snapshot(self, target: Handle | str, key: Hashable = None) -> Snapshot | None:
+        """The snapshot `target` refers to, or None: as `Tx.snapshot`, for reading a state.
+
+        ``view.snapshot(handle)`` reaches only the handle's own generation
+        (None once the key was retired or re-spawned); ``view.snapshot(component,
+        key)`` is whatever generation of the key is live.
+        """
+        if isinstance(target, Handle):
+            slot = self.slot(target.component, target.key)
+            if slot.generation != target.generation:
+                return None
+            return slot.snapshot
+        return self.slot(target, key).snapshot
+
+    def handle(self, component: str, key: Hashable) -> Handle | None:
+        """The live generation of (`component`, `key`) as a `Handle`, or None."""
+        slot = self.slot(component, key)
+        return None if slot.snapshot is None else Handle(component, key, slot.generation)
 
     def instances(self, component: str) -> Iterator[tuple[Hashable, Slot]]:
         """``(key, slot)`` for every key of `component`."""
