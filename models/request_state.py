@@ -59,7 +59,14 @@ The system `request_state_system` composes it with the sender generation:
 * producer callback - ``retained_get_or_create`` (a view captured inside the
   producer is used later: a factory overlapping cancellation, a callback);
 * test - ``late_check`` (seed 000 P2: after cleanup the test calls
-  ``get_or_create`` through the accessor and expects a refusal).
+  ``get_or_create`` through the accessor and expects a refusal). Which
+  accessor it calls is `RequestStateConfig.late_check`: the view it captured
+  inside the producer (the review's fix), or ``adapter.request_state`` (the
+  PR's test), the execution-local slot the save thread fills for the task in
+  flight, which the producer's ``finally`` has emptied by then: the call
+  raises ``RequestStateUnavailableError`` before any view is exercised (the
+  model records ``unavailable``), so the test's ``pytest.raises`` passes
+  whatever the fence does.
 
 Simplifications: one external id, two request generations, two namespaces;
 each request saves at most one segment end and one terminal (plain chunks
@@ -72,12 +79,27 @@ so "failed visibly" means the connector put itself reported the failure;
 connector keys, ``put_req_chunk`` and the preemption and segment watermarks
 are left out; a new request reuses the id only once the previous sender
 generation has been reclaimed (reuse while it drains is chunk_transfer's
-``isolate_reuse``); the PR's execution-local accessor slot is read only by
-the thread running the producer, so it is not a model variable: the test
-thread always finds it empty.
+``isolate_reuse``); the PR's execution-local accessor slot holds the view of
+the task in flight and nothing otherwise, so it is not a variable of its own:
+it is read off ``in_flight``.
 
 `RequestStateConfig` selects the behaviour: the defaults are the reference;
 each variant flips the switches of one review finding.
+
+Mutants no property can tell from the reference (``statecore check
+--adequacy``), declared in `EQUIVALENT_MUTANTS` with their reasons: guards the
+system already implies (``begin`` waits for the save thread to be idle; a
+generation is ``retiring`` only with a task in flight); what a generation or a
+state holds once it is retired in the same step (the ``in_flight`` flag of a
+reclaimed sender, the namespaces of a released state, the ``release`` fire
+itself); a segment end begun on a cancelled generation, which reaches exactly
+the state of the same task begun just before the cancellation (the veto itself
+is `statecore.models.chunk_transfer`'s business); ``complete_segment``, which
+keeps request-wide state; idempotent repeats (``finish_requests`` on an
+aborted request, finalizing a failure again, the test's late check run again
+or while a later generation is current); a new request replacing one that has
+no sender generation yet; a stale failure record nothing reads; and the ghost
+``made`` and the ``access`` outputs, which observe and change nothing.
 """
 
 from __future__ import annotations
@@ -277,6 +299,57 @@ CANCELLED = ("draining", "retiring")  # sender states with `cancelled` set
 REFUSED = "refused"
 CREATED = "created"
 REUSED = "reused"
+UNAVAILABLE = "unavailable"  # no accessor installed: raised before any view was exercised
+
+
+_RETIRED = "retired in the same step: what it holds is never read again"
+_OUTPUT_ONLY = "an output only: the action changes the same state without it"
+
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    "drop-guard sender_generation.open|terminal_pending--begin-->(same)": "begin requires "
+    "the save thread to be idle, so the generation is never in flight when a task begins",
+    "drop-guard sender_generation.draining--begin-->(same)": "a segment end begun on a "
+    "cancelled generation reaches exactly the state of the same task begun just before the "
+    "cancellation",
+    "drop-effect sender_generation.draining--end-->reclaimed": _RETIRED,
+    "drop-guard sender_generation.retiring--end-->reclaimed": "a generation is retiring only "
+    "with a task in flight, so the guard always holds",
+    "drop-effect sender_generation.retiring--end-->reclaimed": _RETIRED,
+    "drop-effect request_state.open|failed--release-->released": _RETIRED,
+    'skip-fire release_state: tx.fire(state, "release")': _RETIRED,
+    'skip-fire build.<locals>.put: tx.fire(state, "complete_segment")': "complete_segment "
+    "keeps request-wide state: the transition changes nothing",
+    "skip-require build.<locals>.new_request: tx.require(current is None or current.state "
+    'in ("terminal_saved", "aborted"))': "a running request with no sender generation has "
+    "saved nothing: replacing it reaches the state aborting it first does",
+    'skip-set build.<locals>.new_request: tx.set("failures", tx.get("failures") - {old})': (
+        "finalize_failure looks up the current request only: a stale record is never read"
+    ),
+    'skip-require build.<locals>.abort: tx.require(tx.fire(request, "abort").accepted)': (
+        "finish_requests on an aborted request: its generation is cancelled or gone, so "
+        "cleanup_sender changes nothing"
+    ),
+    'skip-set build.<locals>.finalize_failure: tx.set("failures", tx.get("failures") '
+    "- {request})": "finalizing again changes nothing: abort is ignored and cleanup_sender "
+    "finds nothing left",
+    'negate-require build.<locals>.late_check: tx.require(tx.get("late_check") is None and '
+    'tx.handle("sender", ext) is None)': "the late check goes through a retired view, which "
+    "refuses it whenever and however often it runs",
+    'skip-require build.<locals>.late_check: tx.require(tx.get("late_check") is None and '
+    'tx.handle("sender", ext) is None)': "the late check goes through a retired view, which "
+    "refuses it whenever and however often it runs",
+    'skip-set build.<locals>.access: tx.set("made", tx.get("made") | {(reached, '
+    "namespace_var(index))})": "a ghost write: made records what producers created for "
+    "request_state_retained, and the system behaves the same without it",
+    'skip-set release_state: tx.set("made", frozenset(m for m in tx.get("made") if '
+    "m[0] != state))": "request_state_retained reads only the live state generation's "
+    "entries: keeping a retired one's changes no verdict",
+    'skip-emit build.<locals>.access: tx.emit(out("access", view=sender, '
+    "namespace=namespace, retained=retained, result=result))": _OUTPUT_ONLY,
+    'skip-emit _refuse: tx.emit(out("access", view=view[0], namespace=namespace, '
+    "retained=retained, result=REFUSED))": _OUTPUT_ONLY,
+}
+"""Mutants of `request_state_system` that behave like it, by id, with the reason."""
 
 
 def build(config: RequestStateConfig = RequestStateConfig()) -> System:
@@ -450,17 +523,19 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
         tx.require(tx.get("late_check") is None and tx.handle("sender", ext) is None)
         views = [v for v in tx.get("views") if v[1].key == ext and not tx.live(v[0])]
         tx.require(views)
+        view: View | None
         if config.late_check == "context":
-            # adapter.request_state: the producer's finally cleared the slot,
-            # so it raises before any view is exercised - the check is inert.
-            return
-        view = max(views, key=lambda v: v[0].generation)
-        tx.set("late_check", access(tx, view, NAMESPACES[0], retained=True))
+            view = _installed(tx)  # adapter.request_state
+        else:
+            view = max(views, key=lambda v: v[0].generation)
+        result = UNAVAILABLE if view is None else access(tx, view, NAMESPACES[0], retained=True)
+        tx.set("late_check", result)
 
     ext_param = {"ext": ext_keys}
     return System(
         config.name,
         doc=__doc__ or "",
+        equivalent_mutants=EQUIVALENT_MUTANTS,
         components=[
             Component(
                 "request",
@@ -486,7 +561,12 @@ def build(config: RequestStateConfig = RequestStateConfig()) -> System:
             Global("failures", frozenset(), "requests with a recorded, unfinalized send failure"),
             Global("crossed", False, "ghost: an access reached another generation's state"),
             Global("refused_in_producer", False, "ghost: a running producer was refused"),
-            Global("late_check", None, "the result of the test's late get_or_create"),
+            Global(
+                "late_check",
+                None,
+                "the result of the test's late get_or_create (refused, created, reused or "
+                "unavailable)",
+            ),
             Global("segment_done", False, "ghost: a segment completed while state was held"),
             Global("delivered", False, "ghost: a terminal put succeeded"),
         ],
@@ -522,6 +602,15 @@ def _view(tx: Tx, ext: Hashable, generation: int) -> View | None:
         if view[0].key == ext and view[0].generation == generation:
             return view
     return None
+
+
+def _installed(tx: Tx) -> View | None:
+    """``adapter.request_state``: the view the save thread installed for its task, if any."""
+    flight = tx.get("in_flight")
+    if flight is None:
+        return None  # the producer's finally reset the slot
+    task: Task = flight[0]
+    return (task[0], task[1])
 
 
 def _refuse(tx: Tx, view: View, namespace: str, retained: bool) -> str:
@@ -620,8 +709,9 @@ TARGETS: tuple[Target, ...] = (
         f"{_RS}:variant_seed000_p2_vacuous",
         family="request_state_system",
         expected="violates:late_access_refused",
-        doc="seed 000 P2: the late check reads the cleared adapter.request_state slot, so "
-        "its assertion is vacuous",
+        doc="seed 000 P2: the late check calls get_or_create on adapter.request_state, which "
+        "the producer's finally emptied: it raises before any fence is exercised, so the "
+        "test's assertion cannot fail",
     ),
     Target(
         "request_state_retained_unfenced",

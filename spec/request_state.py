@@ -22,6 +22,8 @@ NO_LEAK_AFTER_CLEANUP = "no_leak_after_cleanup"
 STATE_RETAINED = "request_state_retained"
 FLUSH_REACHES_STATE = "flush_reaches_state"
 EOS_DELIVERED = "eos_delivered"
+ONE_SENDER_PER_REQUEST = "one_sender_per_request"
+TASKS_MATCH_SAVES = "tasks_match_saves"
 
 
 def _no_recreate(v: StateView) -> bool:
@@ -44,6 +46,30 @@ def _retained(v: StateView) -> bool:
         slot = v.slot("state", handle.key)
         live = slot.snapshot is not None and slot.generation == handle.generation
         if live and not getattr(slot.snapshot, var):
+            return False
+    return True
+
+
+def _one_sender(v: StateView) -> bool:
+    """No external id has started more sender generations than requests."""
+    return all(
+        v.slot("sender", ext).generation <= v.slot("request", ext).generation
+        for ext in v.system.component("request").key_values
+    )
+
+
+def _tasks_match_saves(v: StateView) -> bool:
+    """A live request's queued and running tasks are among the saves it made."""
+    tasks = list(v.get("queue"))
+    flight = v.get("in_flight")
+    if flight is not None:
+        tasks.append(flight[0])
+    terminals = v.get("terminals")
+    for handle, snap in v.live("request"):
+        kinds = [task[3] for task in tasks if task[2] == handle]
+        if kinds.count("segment_end") > snap.segments:
+            return False
+        if kinds.count("terminal") > (1 if handle in terminals else 0):
             return False
     return True
 
@@ -77,6 +103,10 @@ def _cancelled_flush(v: StateView) -> bool:
     return sender is not None and sender.state == "draining"
 
 
+def _cancelled_chunk_in_flight(v: StateView) -> bool:
+    return any(snap.state == "retiring" for _, snap in v.live("sender"))
+
+
 def _failed_keeps(v: StateView) -> bool:
     return any(snap.state == "failed" and any(snap[1:]) for _, snap in v.live("state"))
 
@@ -102,8 +132,9 @@ def properties() -> tuple[Property, ...]:
         ),
         always(
             LATE_ACCESS_REFUSED,
-            "After cleanup, get_or_create through the request's accessor is refused "
-            "(the seed 000 test's assertion, judged where it exercises an accessor).",
+            "After cleanup, the test's late get_or_create goes through a view of the "
+            "cleaned-up generation and its fence refuses it: a call that raises because no "
+            "accessor is installed exercises no fence.",
             lambda v: v.get("late_check") == "refused",
             when=lambda v: v.get("late_check") is not None,
             source="seed 000 review P2: the post-exit adapter.request_state assert cannot "
@@ -141,11 +172,35 @@ def properties() -> tuple[Property, ...]:
             source="seed 000 review P1: get_or_create raises, put skipped, EOS dropped; "
             "vllm-omni #6670 fence",
         ),
+        always(
+            ONE_SENDER_PER_REQUEST,
+            "A request starts at most one sender generation: once its terminal went out, it "
+            "was aborted or its failure was finalized, it never saves under a new token.",
+            _one_sender,
+            source="save_async: the first accepted task of a request creates its "
+            "_SenderGeneration; finish_requests finishes the request on abort and on the "
+            "failure path",
+        ),
+        always(
+            TASKS_MATCH_SAVES,
+            "Each save is queued once and taken by the save thread once: a request's queued "
+            "and running tasks are among the segment ends and the terminal it saved.",
+            _tasks_match_saves,
+            source="save_async appends one task to _pending_save_reqs; save_loop pops it "
+            "before _send_single_request",
+        ),
         sometimes(
             "cancelled_terminal_flush",
             "A terminal flush runs on a cancelled-but-current sender generation.",
             _cancelled_flush,
             source="vacuity guard for seed 000 P1",
+        ),
+        sometimes(
+            "cancelled_chunk_in_flight",
+            "cleanup_sender cancels a generation while one of its non-terminal tasks is in "
+            "flight, and leaves the cleanup to the task's finally.",
+            _cancelled_chunk_in_flight,
+            source="vacuity guard for the retiring path of cleanup_sender (the put is skipped)",
         ),
         sometimes(
             "retained_view_outlives_generation",

@@ -32,8 +32,9 @@ from statecore.models.request_state_impl import (
     UnknownNamespaceError,
 )
 
-from statecore.explore import HOLDS, VACUOUS, VIOLATED, explore
+from statecore.explore import HOLDS, VIOLATED, explore
 from statecore.fuzz import fuzz, replay_with_adapter
+from statecore.mutation import mutants
 from statecore.registry import Target, resolve_adapter
 
 TARGETS = {t.name: t for t in rs.TARGETS}
@@ -108,6 +109,12 @@ STORIES: dict[tuple[str, str], tuple[int, list[str]]] = {
             "retained_get_or_create",
         ],
     ),
+    # P2 as the PR's test does it: after the terminal's cleanup the late check
+    # calls adapter.request_state, which the producer's finally emptied.
+    ("request_state_seed000_p2_vacuous", "late_access_refused"): (
+        6,
+        ["save_terminal", "begin", "process", "put", "late_check"],
+    ),
     ("request_state_segment_clears", "request_state_retained"): (
         5,
         ["save_segment_end", "begin", "process", "put"],
@@ -147,18 +154,25 @@ def test_p1_trace_details() -> None:
     assert sender is not None and sender.state == "draining"  # cancelled but current
 
 
-def test_p2_assertion_is_vacuous_and_misses_the_bug_it_targets() -> None:
-    vacuous = report_of(TARGETS["request_state_seed000_p2_vacuous"]).result("late_access_refused")
-    assert vacuous.verdict == VACUOUS and vacuous.trace is None
-    # The post-exit read cannot fail even where retained views do recreate state.
+def test_p2_assertion_exercises_no_fence_and_misses_the_bug_it_targets() -> None:
+    p2 = report_of(TARGETS["request_state_seed000_p2_vacuous"]).result("late_access_refused")
+    assert p2.verdict == VIOLATED and p2.trace is not None
+    system = rs.variant_seed000_p2_vacuous()
+    last = system.view(p2.trace.steps[-1].state)
+    # The slot was empty: the call raised before any view was exercised.
+    assert last.get("in_flight") is None and last.get("late_check") == rs.UNAVAILABLE
+    assert not [e for e in p2.trace.steps[-1].outputs if e.output.name == "access"]
+    # The post-exit read passes the PR's test even where retained views recreate state.
     both = explore(
         rs.build(
             rs.RequestStateConfig(name="p2_on_unfenced", fence="unfenced", late_check="context")
         ),
         stop_on_violation=False,
     )
-    assert both.result("late_access_refused").verdict == VACUOUS
     assert both.result("no_recreate_after_cleanup").verdict == VIOLATED
+    late = both.result("late_access_refused")
+    assert late.verdict == VIOLATED and late.trace is not None
+    assert both.system.view(late.trace.steps[-1].state).get("late_check") == rs.UNAVAILABLE
 
 
 def test_reference_witnesses_reach_the_interesting_states() -> None:
@@ -167,6 +181,13 @@ def test_reference_witnesses_reach_the_interesting_states() -> None:
     assert flush is not None and in_order(names(flush), ["save_terminal", "abort", "begin"])
     late = report.result("late_access_refused")
     assert late.verdict == HOLDS
+
+
+def test_declared_equivalent_mutants_are_mutants_of_the_reference() -> None:
+    system = rs.REQUEST_STATE_SYSTEM
+    ids = {m.id for m in mutants(system)}
+    assert set(system.equivalent_mutants) <= ids, set(system.equivalent_mutants) - ids
+    assert all(reason and "\n" not in reason for reason in system.equivalent_mutants.values())
 
 
 def test_machine_declarations() -> None:

@@ -21,8 +21,10 @@ from model_checks import assert_story, in_order, names, report_of
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
 
+from statecore.adequacy import adequacy
 from statecore.definition import Snapshot
 from statecore.explore import HOLDS, VIOLATED, explore
+from statecore.mutation import mutants
 from statecore.registry import Target
 from statecore.semantics import step
 from statecore.system import ActionLabel, Keys, System, SystemState
@@ -218,6 +220,20 @@ def test_reference_witnesses() -> None:
     assert late is not None and in_order(names(late), ["get_start", "cleanup"])
     reused = receiver.result("reused_id_finishes").trace
     assert reused is not None and in_order(names(reused), ["cleanup", "new_request", "get_return"])
+
+
+@pytest.mark.parametrize("target", MODELS, ids=lambda t: t.name)
+def test_declared_equivalent_mutants_are_mutants_of_the_reference(target: Target) -> None:
+    system = target.load()
+    ids = {m.id for m in mutants(system)}
+    assert set(system.equivalent_mutants) <= ids, set(system.equivalent_mutants) - ids
+    assert all(reason and "\n" not in reason for reason in system.equivalent_mutants.values())
+
+
+def test_receiver_adequacy_is_complete() -> None:
+    report = adequacy(rx.RECEIVER_SYSTEM)
+    assert report.ok and report.score == 1.0
+    assert not report.tautological and not report.survivors
 
 
 # -- save_async's admission branches ------------------------------------------------------
