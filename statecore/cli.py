@@ -222,27 +222,43 @@ def _add_check_parser(sub: Any) -> None:
 def _add_fuzz_parser(sub: Any) -> None:
     p_fuzz = sub.add_parser(
         "fuzz",
-        help="fuzz a real implementation against a model (Hypothesis, stateful)",
+        help="fuzz a real implementation against a model (guided paths, then Hypothesis)",
         epilog=(
             "examples:\n  statecore fuzz chunk_transfer --adapter vllm-omni --budget 60\n"
-            "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 "
-            "--max-examples 200 --seed 1\n\n"
+            "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 --seed 1\n"
+            "  statecore fuzz mypkg.shop:MODEL --adapter mypkg.shop:ShopAdapter\n\n"
             "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not "
             "installed,\n  3 internal error, 130 interrupted"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p_fuzz.add_argument("target", metavar="TARGET")
-    p_fuzz.add_argument("--adapter", required=True, help="adapter name (see statecore list)")
+    p_fuzz.add_argument(
+        "--adapter",
+        required=True,
+        help="a bundled adapter (statecore list), model:VARIANT, or package.module:object "
+        "(an Adapter subclass or a function returning one)",
+    )
     budget = p_fuzz.add_mutually_exclusive_group()
-    budget.add_argument("--budget", type=float, default=None, metavar="SECONDS")
-    budget.add_argument("--max-examples", type=int, default=None, metavar="N")
+    budget.add_argument(
+        "--budget", type=float, default=None, metavar="SECONDS", help="search until then"
+    )
+    budget.add_argument(
+        "--max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="search examples (default: the profile's, 100 for ci)",
+    )
     p_fuzz.add_argument("--seed", type=int, default=0)
     p_fuzz.add_argument("--profile", choices=("dev", "ci"), default="ci")
     p_fuzz.add_argument("--trace-out", type=Path, default=Path("statecore-traces"), metavar="DIR")
     p_fuzz.add_argument("--json", action="store_true", help="print one JSON report")
     p_fuzz.add_argument("--no-known", action="store_true", help="known findings fail the run too")
     p_fuzz.add_argument("--no-swarm", action="store_true", help="no swarm testing")
+    p_fuzz.add_argument(
+        "--no-guided", action="store_true", help="no model-chosen paths before the search"
+    )
     p_fuzz.set_defaults(func=_cmd_fuzz)
 
 
@@ -829,6 +845,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return _replay_adapter(args)
     from .itf import read_header
 
+    _refuse_implementation_trace(args)
     name = args.target or str(read_header(args.trace).get("target") or "")
     _, system = _guard_user_code(name, lambda: system_for_trace(args.trace, args.target))
     result = replay(system, args.trace)
@@ -840,20 +857,40 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_FINDING if result.verdict == VIOLATED else EXIT_OK
 
 
+def _refuse_implementation_trace(args: argparse.Namespace) -> None:
+    """A conformance, crash or livelock trace records an implementation: it needs --adapter."""
+    from .fuzz import IMPLEMENTATION_KINDS
+    from .itf import read_header
+
+    header = read_header(args.trace)
+    found = str(header.get("property") or "")
+    if found in IMPLEMENTATION_KINDS and not header.get("adapter"):
+        raise UsageError(
+            f"{args.trace}: a {found} trace records what an implementation did, which the "
+            "model alone cannot replay; pass the adapter that ran it: --adapter NAME or "
+            "--adapter package.module:object (and --target if the model is not bundled)"
+        )
+
+
 def _replay_adapter(args: argparse.Namespace) -> int:
     from .fuzz import replay_with_adapter
     from .itf import read_itf
-    from .registry import resolve_adapter, trace_target
+    from .registry import trace_target
+    from .trace import Trace
 
     target, _ = trace_target(args.trace, args.target, args.adapter)
-    system, factory, _ = resolve_adapter(target, args.adapter)
+    if args.target:
+        _resolve(args.target)  # a user module's failures are one line
+    system, factory, spec = _resolve_adapter(target, args.adapter)
     trace = read_itf(args.trace, system)
-    print(trace.table(system))
     finding = replay_with_adapter(system, trace, factory, known={})
+    where = f"replayed {len(trace)} action(s) through {spec.name} on system {system.name!r}"
     if finding is None:
-        print(f"no finding: {args.adapter} now behaves as the model predicts along this trace")
+        print(Trace(trace.system, trace.steps).table(system))
+        print(f"{where}: no finding; the implementation behaves as the model predicts")
         return EXIT_OK
-    print(f"{finding.kind} {finding.property_id}: {finding.detail}")
+    print(finding.trace.table(system))
+    print(f"{where}: {finding.kind} at step {len(finding.trace)}")
     return EXIT_FINDING
 
 
@@ -874,39 +911,71 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from .fuzz import fuzz
-    from .registry import resolve_adapter
+    from .fuzz import FuzzInterrupted, fuzz
 
     _require_positive_float(args.budget, "--budget", "seconds", 60)
     _require_positive_int(args.max_examples, "--max-examples", "examples", 100)
     _require_writable_dir(args.trace_out, "--trace-out")
-    system, factory, spec = resolve_adapter(args.target, args.adapter)
-    max_examples = args.max_examples
-    if args.budget is None and max_examples is None:
-        max_examples = 100
-    report = fuzz(
-        system,
-        factory,
-        budget=args.budget,
-        max_examples=max_examples,
-        seed=args.seed,
-        profile=args.profile,
-        known={} if args.no_known else None,
-        swarm=not args.no_swarm,
-    )
+    _resolve(args.target)  # a user module's failures are one line
+    system, factory, spec = _resolve_adapter(args.target, args.adapter)
+    printer = _fuzz_progress_printer(f"{args.target} / {spec.name}", sys.stderr)
+    interrupted = False
+    try:
+        report = fuzz(
+            system,
+            factory,
+            budget=args.budget,
+            max_examples=args.max_examples,
+            seed=args.seed,
+            profile=args.profile,
+            known={} if args.no_known else None,
+            swarm=not args.no_swarm,
+            guided=not args.no_guided,
+            progress=printer,
+        )
+    except FuzzInterrupted as stop:
+        report, interrupted = stop.report, True
+    finally:
+        printer.clear()
     trace_file, failure = None, None
     if report.finding is not None:
         try:
             trace_file = _write_fuzz_trace(report, args, spec.name)
         except OSError as exc:
             failure = _output_error("--trace-out", exc)
+    replay = _fuzz_replay_command(trace_file, args.target, spec.name)
     if args.json:
-        print(json.dumps(_fuzz_json(report, spec.name, trace_file), indent=2))
+        print(json.dumps(_fuzz_json(report, spec.name, trace_file, replay), indent=2))
     else:
-        _print_fuzz(report, spec.name, trace_file)
+        _print_fuzz(report, args.target, spec.name, trace_file, replay)
+    if interrupted:
+        print("statecore: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if failure is not None:
         raise failure
     return EXIT_OK if report.ok else EXIT_FINDING
+
+
+def _resolve_adapter(target: str, adapter: str) -> tuple[System, Callable[[], Any], Any]:
+    """`resolve_adapter`, with the user's own adapter module failing in one line."""
+    from .registry import is_user_adapter, resolve_adapter
+
+    if not is_user_adapter(adapter):
+        return resolve_adapter(target, adapter)
+    try:
+        return resolve_adapter(target, adapter)
+    except StatecoreError:
+        raise
+    except SyntaxError as exc:
+        where = f"{exc.filename}, line {exc.lineno}" if exc.filename else "its source"
+        raise TargetError(
+            f"adapter {adapter!r}: {where}: syntax error: {exc.msg}; fix the module"
+        ) from None
+    except Exception as exc:
+        raise TargetError(
+            f"adapter {adapter!r}: importing it raised {_exception_text(exc)}"
+            f"{_user_frame(exc)}; fix the module"
+        ) from exc
 
 
 def _write_fuzz_trace(report: Any, args: argparse.Namespace, adapter: str) -> Path:
@@ -921,16 +990,55 @@ def _write_fuzz_trace(report: Any, args: argparse.Namespace, adapter: str) -> Pa
     return path
 
 
-def _fuzz_json(report: Any, adapter: str, trace_file: Path | None) -> dict[str, Any]:
+def _fuzz_replay_command(trace_file: Path | None, target: str, adapter: str) -> str | None:
+    """The command that replays a fuzz trace; --target only where the header's is not enough."""
+    import shlex
+
+    from .registry import bundled
+
+    if trace_file is None:
+        return None
+    bundled_names = {t.name for t in bundled()}
+    words = ["statecore", "replay", str(trace_file)]
+    if target not in bundled_names:
+        words += ["--target", target]
+    words += ["--adapter", adapter]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _fuzz_json(
+    report: Any, adapter: str, trace_file: Path | None, replay: str | None
+) -> dict[str, Any]:
     finding = report.finding
+    guided = report.guided
     return {
         "ok": report.ok,
+        "interrupted": report.interrupted,
         "target": report.system.name,
         "adapter": adapter,
         "examples": report.examples,
         "steps": report.steps,
         "seconds": round(report.seconds, 3),
         "steps_per_s": round(report.steps_per_second, 1),
+        "found_in": report.found_in or None,
+        "found_after": None if report.found_after is None else round(report.found_after, 3),
+        "guided": None
+        if guided is None
+        else {
+            "paths": guided.paths,
+            "steps": guided.steps,
+            "seconds": round(guided.seconds, 3),
+            "model_states": guided.states,
+            "goals": {kind: {"met": met, "total": total} for kind, met, total in guided.by_kind()},
+            "missed": [str(g) for g in guided.missed],
+            "stopped": guided.stopped or None,
+        },
+        "search": {"examples": report.examples, "steps": report.steps},
+        "shrink": {
+            "replays": report.shrink_replays,
+            "steps": report.shrink_steps,
+            "minimal": None if finding is None else finding.minimal,
+        },
         "finding": None
         if finding is None
         else {
@@ -939,7 +1047,7 @@ def _fuzz_json(report: Any, adapter: str, trace_file: Path | None) -> dict[str, 
             "detail": finding.detail,
             "actions": [str(a) for a in finding.trace.actions],
             "trace_file": str(trace_file) if trace_file else None,
-            "replay": f"statecore replay {trace_file} --adapter {adapter}",
+            "replay": replay,
         },
         "known": {
             pid: {"reason": report.known_reasons.get(pid, ""), "actions": len(t)}
@@ -952,30 +1060,120 @@ def _fuzz_json(report: Any, adapter: str, trace_file: Path | None) -> dict[str, 
     }
 
 
-def _print_fuzz(report: Any, adapter: str, trace_file: Path | None) -> None:
-    head = (
-        f"{report.examples} examples, {report.steps} steps, {report.seconds:.1f}s "
-        f"({report.steps_per_second:,.0f} steps/s)"
-    )
-    if report.finding is None:
-        print(f"{_colour('PASS', '32', sys.stdout)} {report.system.name} / {adapter}: {head}")
+GUIDED_STOPS = {
+    "finding": "stopped at the first finding",
+    "budget": "stopped by --budget",
+    "max_states": "the model walk stopped at its state bound",
+    "interrupted": "interrupted",
+}
+
+
+def _print_fuzz(
+    report: Any, target: str, adapter: str, trace_file: Path | None, replay: str | None
+) -> None:
+    timing = f"{report.seconds:.1f}s ({report.steps_per_second:,.0f} steps/s)"
+    name = f"{report.system.name} / {adapter}"
+    f = report.finding
+    if report.interrupted:
+        head = f"{_colour('INTERRUPTED', '33', sys.stdout)} {name}: {timing}"
+    elif f is None:
+        head = f"{_colour('PASS', '32', sys.stdout)} {name}: nothing found, {timing}"
     else:
-        f = report.finding
-        print(f"{_colour('FOUND', '31', sys.stdout)} {report.system.name} / {adapter}: {head}")
+        when = f"{report.found_after:.2f}s" if report.found_after is not None else "?"
+        found = f"found by the {report.found_in} phase after {when}"
+        head = f"{_colour('FOUND', '31', sys.stdout)} {name}: {found}, {timing}"
+    print(head)
+    guided = report.guided
+    if guided is None:
+        print("  guided: off (--no-guided)")
+    else:
+        stop = GUIDED_STOPS.get(guided.stopped, "")
+        print(
+            f"  guided: {guided.paths} paths, {guided.steps} steps: {guided.summary()}"
+            + (f"; {stop}" if stop else "")
+        )
+        if guided.stopped == "max_states":
+            for goal in guided.missed[:10]:
+                print(f"    not reached: {goal}")
+            if len(guided.missed) > 10:
+                print(f"    ... and {len(guided.missed) - 10} more")
+    if report.examples or not (f is not None and report.found_in == "guided"):
+        print(f"  search: {report.examples} examples, {report.steps} steps")
+    else:
+        print("  search: not run (the guided phase found it)")
+    if f is not None:
+        proof = {True: "no step or block of steps can go", False: "replay bound reached"}
+        print(
+            f"  shrink: {report.shrink_replays} replays, {report.shrink_steps} steps: "
+            f"{len(f.trace)} steps left, {proof.get(f.minimal, 'not shrunk')}"
+        )
         print(f"  {f.kind} {f.property_id}: {f.detail}")
         print("\n".join("    " + line for line in f.trace.table(report.system).splitlines()))
         if trace_file is not None:
             print(f"  trace: {trace_file}")
-            print(f"  replay: statecore replay {trace_file} --adapter {adapter}")
-            print(f"  diagram: statecore diagram {report.system.name} --trace {trace_file}")
+            print(f"  replay: {replay}")
+            print(f"  diagram: statecore diagram {target} --trace {trace_file}")
     for pid, trace in report.known.items():
         reason = report.known_reasons.get(pid, "")
         print(f"  known   {pid} ({len(trace)} steps): {reason}")
     for component, machine, taken, total, never in report.coverage():
         print(f"  coverage {component} ({machine}): {taken}/{total} transitions taken")
         untaken = report.system.component(component).untaken
-        for name in never:
-            print(f"    {_never_taken(name, untaken)}")
+        for name_ in never:
+            print(f"    {_never_taken(name_, untaken)}")
+
+
+class _FuzzTerminalProgress:
+    """The fuzz progress line, rewritten in place on a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, p: Any) -> None:
+        self.shown = True
+        self.stream.write(f"\r{_fuzz_progress_text(p)}   ")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.shown = False
+
+
+class _FuzzLogProgress:
+    """One plain fuzz progress line every `PROGRESS_INTERVAL` seconds, for a CI log."""
+
+    def __init__(self, name: str, stream: TextIO) -> None:
+        self.name = name
+        self.stream = stream
+        self.last = time.monotonic()
+
+    def __call__(self, p: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        self.stream.write(f"statecore: fuzzing {self.name}: {_fuzz_progress_text(p)}\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Nothing to clear: each line stands on its own."""
+
+
+def _fuzz_progress_text(p: Any) -> str:
+    taken, total = p.transitions
+    met, goals = p.goals
+    return (
+        f"{p.phase}, {p.paths} paths, {p.examples} examples, {p.replays} replays, "
+        f"{p.steps_per_second:,.0f} steps/s, transitions {taken}/{total}, goals {met}/{goals}, "
+        f"findings {p.findings}, known {p.known}, {p.seconds:.0f}s"
+    )
+
+
+def _fuzz_progress_printer(name: str, stream: TextIO) -> _FuzzTerminalProgress | _FuzzLogProgress:
+    return _FuzzTerminalProgress(stream) if stream.isatty() else _FuzzLogProgress(name, stream)
 
 
 def _never_taken(name: str, untaken: Mapping[str, str]) -> str:

@@ -498,7 +498,8 @@ class FuzzReport:
     """The outcome of `fuzz`: a finding (shrunk) or none, with each phase's counts.
 
     `examples` and `steps` count the *search* phase only; the guided phase
-    is `guided` and shrinking is `shrink_replays` / `shrink_steps`.
+    is `guided` and shrinking is `shrink_replays` / `shrink_steps`. `taken`
+    (coverage) counts the transitions the guided and search phases took.
     `found_after` is the time from the start to the first failing run, and
     `found_in` the phase that ran it (``"guided"`` or ``"search"``).
     """
@@ -537,7 +538,7 @@ class FuzzReport:
         return self.all_steps / self.seconds if self.seconds > 0 else 0.0
 
     def coverage(self) -> Coverage:
-        """Per component: (component, machine, taken, total, never-taken names), all phases."""
+        """Per component: (component, machine, taken, total, never-taken names), guided + search."""
         return _coverage(self.system, self.taken)
 
     def search_coverage(self) -> Coverage:
@@ -628,7 +629,7 @@ def fuzz(
         stats.examples[SEARCH],
         stats.steps[SEARCH],
         time.perf_counter() - started,
-        dict(sum(stats.taken.values(), Counter())),
+        dict(stats.taken[GUIDED] + stats.taken[SEARCH]),
         guided_report,
         dict(stats.taken[SEARCH]),
         stats.examples[SHRINK],
