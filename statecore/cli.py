@@ -20,6 +20,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -72,6 +73,7 @@ examples:
   statecore check mypkg.lifecycle:SYSTEM --json
   statecore replay traces/x.itf.json     re-run a saved counterexample
   statecore diagram chunk_transfer -f png -o docs/ct.png --trace traces/x.itf.json
+  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670
 
 exit codes: 0 all hold, 1 a finding, 2 usage, input or model error,
   3 internal error in statecore, 4 incomplete (a bound stopped the search), 130 interrupted
@@ -88,14 +90,20 @@ class UsageError(StatecoreError):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already printed
+        args = _parse(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         code: int = args.func(args)
         return code
     except StatecoreError as exc:
         print(f"statecore: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError as exc:
+        missing = _missing_extra(exc, f"statecore {args.command}")
+        if missing is None:
+            return _internal_error(exc)
+        print(f"statecore: error: {missing}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("statecore: interrupted", file=sys.stderr)
@@ -105,6 +113,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:
         return _internal_error(exc)
+
+
+OPTIONAL_DEPENDENCIES: Mapping[str, tuple[str, str]] = {
+    "hypothesis": ("Hypothesis", "test"),
+    "crosshair": ("CrossHair", "check"),
+    "hypothesis_crosshair": ("hypothesis-crosshair", "check"),
+    "transitions": ("pytransitions", "interop"),
+    "statemachine": ("python-statemachine", "bench"),
+}
+"""Top-level module of an optional dependency: its name and the extra that installs it."""
+
+
+def _missing_extra(exc: BaseException, command: str) -> str | None:
+    """The one-line message for an optional dependency that is not installed, else None.
+
+    The `ImportError` may be wrapped (statecore.symbolic re-raises it with a
+    hint), so its causes are searched too.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        name = getattr(seen, "name", None) if isinstance(seen, ImportError) else None
+        top = (name or "").split(".")[0]
+        if top in OPTIONAL_DEPENDENCIES:
+            package, extra = OPTIONAL_DEPENDENCIES[top]
+            return (
+                f"{command} needs {package}, which is not installed; install it with: "
+                f"pip install 'statecore[{extra}]' (from a source checkout: "
+                f"pip install -e '.[{extra}]')"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _internal_error(exc: BaseException) -> int:
@@ -125,14 +164,47 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"statecore: error: {where}{message} (see '{self.prog} --help')\n")
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse `argv`; an argument the command does not know is reported with its usage."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = _subparsers(parser).choices.get(getattr(args, "command", None) or "")
+        (command or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Any:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    try:
+        installed = version("statecore")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        installed = __version__
+    python = ".".join(str(n) for n in sys.version_info[:3])
+    return f"statecore {installed} (Python {python}, {Path(__file__).resolve().parent})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="statecore",
-        description="Check, replay and list declarative lifecycle models.",
+        description=(
+            "List, check, replay, draw and fuzz declarative lifecycle models "
+            "('statecore COMMAND --help' for one command)."
+        ),
         epilog=EPILOG_MAIN,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub: Any = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=_version())
+    sub: Any = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
 
     p_list = sub.add_parser(
         "list",
@@ -197,6 +269,12 @@ def _add_check_parser(sub: Any) -> None:
         help="write a pytest regression test for each violation",
     )
     p_check.add_argument("--json", action="store_true", help="print one JSON report")
+    p_check.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="the detail of failing targets only, then the summary table",
+    )
     p_check.add_argument("--no-symmetry", action="store_true", help="no symmetry reduction")
     p_check.add_argument(
         "--variants", action="store_true", help="check the known-bug variants instead"
@@ -528,6 +606,7 @@ class _CheckRun:
     names: list[str]
     entries: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    rows: list[_Row] = field(default_factory=list)
     current: tuple[str, Target | None] | None = None
     pending: str = ""  # the target being loaded or checked
 
@@ -561,7 +640,8 @@ class _CheckRun:
         entry = _report_json(name, target, report, status, written)
         entry["stopped"] = _stop_text(report, self.args)
         self.entries.append(entry)
-        if not self.args.json:
+        self.rows.append(_Row.of(name, report, status, target if self.args.variants else None))
+        if not self.args.json and not (self.args.quiet and status == OK):
             _print_report(sys.stdout, name, target, report, status, written, self.args)
         if failure is not None:
             raise failure
@@ -613,10 +693,69 @@ class _CheckRun:
                 doc["error"] = error
             print(json.dumps(doc, indent=2))
         else:
+            if self.rows and (len(self.names) > 1 or self.args.quiet):
+                print("\n".join(_summary(self.rows, status, self.args.variants)))
             others = [n for n in remaining if n != self.pending]
             if others and status != OK:
                 print(f"not checked: {', '.join(others)}")
         sys.stdout.flush()
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One line of the summary table of a ``check`` run."""
+
+    name: str
+    states: int
+    status: str
+    seconds: float
+    note: str  # the properties that decided a failure, or the bound that stopped the search
+
+    @classmethod
+    def of(cls, name: str, report: Report, status: str, variant: Target | None) -> _Row:
+        failing = [r.property.id for r in report.results if r.verdict in (VIOLATED, VACUOUS)]
+        expected = variant.expected_violations if variant is not None else frozenset()
+        if status == OK:
+            note = f"caught: {', '.join(failing)}" if failing else ""
+        elif status == FINDING:
+            unexpected = [p for p in failing if p not in expected]
+            missed = sorted(expected - set(failing))
+            parts = [f"{p} {_verdict_of(report, p)}" for p in unexpected]
+            parts += [f"{p} not caught" for p in missed]
+            note = ", ".join(parts)
+        else:
+            note = report.stop or ""
+        return cls(name, report.states, status, report.seconds, note)
+
+
+def _verdict_of(report: Report, property_id: str) -> str:
+    return next(r.verdict for r in report.results if r.property.id == property_id)
+
+
+SUMMARY_WORDS = {
+    OK: "PASS",
+    FINDING: "FAIL",
+    INCOMPLETE: "INCOMPLETE",
+    INTERRUPTED: "INTERRUPTED",
+    ERROR: "ERROR",
+}
+
+
+def _summary(rows: Sequence[_Row], status: str, variants: bool) -> list[str]:
+    """The summary table of a ``check`` run: one line per target, then the total."""
+    width = max(len("target"), *(len(r.name) for r in rows))
+    lines = ["", f"{'target':<{width}}  {'states':>9}  {'verdict':<10}  {'time':>7}  detail"]
+    for r in rows:
+        word = SUMMARY_WORDS.get(r.status, r.status.upper())
+        lines.append(
+            f"{r.name:<{width}}  {r.states:>9}  {word:<10}  {r.seconds:>6.2f}s  {r.note}".rstrip()
+        )
+    counts = {SUMMARY_WORDS[s]: sum(r.status == s for r in rows) for s in SUMMARY_WORDS}
+    tally = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
+    what = "variants" if variants else "targets"
+    seconds = sum(r.seconds for r in rows)
+    lines.append(f"{len(rows)} {what}: {tally}; {seconds:.2f}s; {SUMMARY_WORDS[status]}")
+    return lines
 
 
 def _overall(statuses: Sequence[str]) -> str:
@@ -694,10 +833,19 @@ def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str
     for result in report.results:
         if result.trace is not None and result.verdict == VIOLATED:
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{name}.{result.property.id}.itf.json"
+            path = directory / f"{_file_stem(name)}.{result.property.id}.itf.json"
             write_itf(result.trace, report.system, path, meta={"target": name})
             written[result.property.id] = str(path)
     return written
+
+
+def _file_stem(name: str) -> str:
+    """`name` as part of a file name: ``mypkg.mod:SYSTEM`` becomes ``mypkg.mod_SYSTEM``.
+
+    ``:`` is not allowed in a Windows file name nor in some CI artifact stores;
+    the trace header keeps the target's real name.
+    """
+    return re.sub(r"[^\w.-]", "_", name)
 
 
 def _write_regressions(report: Report, name: str, directory: Path | None) -> None:
@@ -746,7 +894,10 @@ def _print_report(
             print("\n".join("      " + line for line in table.splitlines()), file=out)
             if r.property.id in written:
                 print(f"      trace: {written[r.property.id]}", file=out)
-                print(f"      replay: statecore replay {written[r.property.id]}", file=out)
+                # A trace names a target outside the registry, but replay imports only
+                # what the user names: the command names it.
+                extra = f" --target {name}" if ":" in name else ""
+                print(f"      replay: statecore replay {written[r.property.id]}{extra}", file=out)
     for cov in report.coverage:
         print(
             f"  coverage {cov.component} ({cov.machine}): {len(cov.taken)}/{cov.total} "

@@ -874,14 +874,16 @@ def diagrams(
         if comp.name not in chosen:
             continue
         title = f"{system.name}: {comp.name} (machine {comp.machine.name})"
+        short = title
         highlight = overlay[comp.name] if overlay is not None else None
         if trace is not None:
             title += "\n" + _trace_caption(trace)
+            short = f"{system.name}: {comp.name} - {_trace_caption(trace, detail=False)}"
         result.append(
             Diagram(
                 comp.name,
                 title,
-                to_mermaid(comp.machine, highlight=highlight, title=title.replace("\n", " - ")),
+                to_mermaid(comp.machine, highlight=highlight, title=short),
                 to_dot(comp.machine, highlight=highlight, title=title),
                 highlight or (),
             )
@@ -897,10 +899,17 @@ def diagrams(
     return result
 
 
-def _trace_caption(trace: Trace) -> str:
+CAPTION_DETAIL = 100
+"""Characters of a trace's detail kept in an image's caption (Markdown keeps it whole)."""
+
+
+def _trace_caption(trace: Trace, *, detail: bool = True) -> str:
+    """``trace: PROPERTY VERDICT (DETAIL), N steps``; a Mermaid title drops the detail."""
     what = f"{trace.property_id} {trace.verdict}" if trace.property_id else "a path"
-    detail = f" ({trace.detail})" if trace.detail else ""
-    return f"trace: {what}{detail}, {len(trace)} steps"
+    text = trace.detail if detail else ""
+    if len(text) > CAPTION_DETAIL:
+        text = text[: CAPTION_DETAIL - 3].rstrip() + "..."
+    return f"trace: {what}{f' ({text})' if text else ''}, {len(trace)} steps"
 
 
 def _all_names(system: System) -> list[str]:

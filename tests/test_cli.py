@@ -533,3 +533,166 @@ def test_parser_errors_are_one_line() -> None:
     parser = cli._parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert all(isinstance(p, cli._Parser) for p in sub.choices.values())
+
+
+# -- the command line itself ---------------------------------------------------------------
+
+
+def test_version() -> None:
+    import statecore
+
+    code, out, _ = run("--version")
+    assert code == 0 and out.startswith(f"statecore {statecore.__version__} (Python ")
+
+
+def test_top_level_help_lists_every_command() -> None:
+    code, out, _ = run("--help")
+    assert code == 0
+    commands = set(cli._subparsers(cli._parser()).choices)
+    assert commands == {"list", "check", "replay", "diagram", "fuzz"}
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ")}
+    assert commands <= listed
+    for command in commands:
+        assert f"statecore {command}" in out  # an example of each
+
+
+@pytest.mark.parametrize("command", ["check", "diagram", "replay", "fuzz", "list"])
+def test_an_unknown_option_is_reported_by_its_command(command: str) -> None:
+    argv = {"check": [], "diagram": ["x"], "replay": ["t"], "fuzz": ["x", "--adapter", "a"]}
+    code, _, err = run(command, *argv.get(command, []), "--bogus")
+    assert code == 2
+    assert err == (
+        f"statecore: error: {command}: unrecognized arguments: --bogus "
+        f"(see 'statecore {command} --help')\n"
+    )
+
+
+def blocked(module: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``statecore ARGV`` in a fresh process where `module` cannot be imported."""
+    program = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        "from statecore.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", program, *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "extra"),
+    [
+        (
+            "hypothesis",
+            ["fuzz", "stream_edge", "--adapter", "model:stream_edge_start_per_message"],
+            "test",
+        ),
+        ("crosshair", ["check", "--symbolic", "stream_edge"], "check"),
+    ],
+    ids=["fuzz-without-hypothesis", "symbolic-without-crosshair"],
+)
+def test_a_missing_optional_dependency_is_a_usage_error_with_the_install_command(
+    module: str, argv: list[str], extra: str, tmp_path: Path
+) -> None:
+    done = blocked(module, *argv, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"statecore: error: statecore {argv[0]} needs ")
+    assert f"pip install 'statecore[{extra}]'" in line
+
+
+def test_an_unrelated_import_error_is_still_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def explore_(*args: object, **kwargs: object) -> Report:
+        raise ImportError("cannot import name 'gone' from 'statecore.explore'")
+
+    monkeypatch.setattr(cli, "explore", explore_)
+    code, _, err = run("check", "stream_edge")
+    assert code == 3 and err.startswith("statecore: internal error: ImportError")
+
+
+def test_trace_and_regression_files_of_a_module_target_have_no_colon(scratch: Path) -> None:
+    code, out, _ = run(
+        "check", "tiny:BROKEN", "--trace-out", "traces", "--regression-out", "regressions"
+    )
+    assert code == 1
+    names = [p.name for p in (scratch / "traces").iterdir()]
+    names += [p.name for p in (scratch / "regressions").iterdir()]
+    assert names == ["tiny_BROKEN.below_two.itf.json", "test_tiny_BROKEN_below_two.py"]
+    assert all(":" not in name for name in names)
+    # The replay command printed names the target, which the registry does not know.
+    command = "statecore replay traces/tiny_BROKEN.below_two.itf.json --target tiny:BROKEN"
+    assert f"replay: {command}" in out
+    code, out, _ = run(*command.split()[1:])
+    assert code == 1 and "violated at step 2" in out
+
+
+def test_diagram_refuses_a_trace_of_another_target(scratch: Path) -> None:
+    run("check", "tiny:BROKEN", "--trace-out", "traces")
+    (trace,) = (scratch / "traces").iterdir()
+    for target in ("tiny:SYSTEM", "totally_bogus_target"):
+        code, out, err = run("diagram", target, "--trace", str(trace))
+        assert code == 2 and out == ""
+        assert f"names target 'tiny:BROKEN' but TARGET is {target!r}" in err
+    code, out, _ = run("diagram", "tiny:BROKEN", "--trace", str(trace))
+    assert code == 0 and "Trace: `below_two` violated" in out
+
+
+# -- the summary of a run of several targets ------------------------------------------------
+
+
+def summary(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("target "))
+    return lines[start:]
+
+
+def test_several_targets_end_with_a_summary_table(scratch: Path) -> None:
+    argv = ["tiny:SYSTEM", "tiny:BROKEN", "big_space:SYSTEM", "--max-states", "50"]
+    code, out, _ = run("check", *argv, "-q")
+    assert code == 1
+    table = summary(out)
+    assert table[0].split() == ["target", "states", "verdict", "time", "detail"]
+    rows = [line.split() for line in table[1:-1]]
+    assert [r[:3] for r in rows] == [
+        ["tiny:SYSTEM", "4", "PASS"],
+        ["tiny:BROKEN", "4", "FAIL"],
+        ["big_space:SYSTEM", "50", "INCOMPLETE"],
+    ]
+    assert rows[1][4:] == ["below_two", "violated"] and rows[2][4:] == ["max_states"]
+    assert table[-1].startswith("3 targets: 1 PASS, 1 FAIL, 1 INCOMPLETE; ")
+    assert table[-1].endswith("; FAIL")
+
+
+def test_quiet_keeps_the_detail_of_failures_only(scratch: Path) -> None:
+    _, loud, _ = run("check", "tiny:SYSTEM", "tiny:BROKEN")
+    _, quiet, _ = run("check", "tiny:SYSTEM", "tiny:BROKEN", "--quiet")
+    assert "holds     small" in loud and "holds     small" not in quiet
+    assert "PASS tiny:SYSTEM" not in quiet
+    assert "violated  below_two" in quiet and "count()" in quiet
+    assert summary(loud)[1:] == summary(quiet)[1:] or len(summary(quiet)) == 4
+
+
+def test_one_target_has_no_summary_unless_quiet(scratch: Path) -> None:
+    _, out, _ = run("check", "tiny:SYSTEM")
+    assert "target " not in out
+    code, out, _ = run("check", "tiny:SYSTEM", "-q")
+    assert code == 0 and out.splitlines()[1].startswith("target ")
+    assert out.splitlines()[-1].startswith("1 targets: 1 PASS; ")
+
+
+def test_the_summary_of_the_variants_says_what_each_caught(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    as_variant(monkeypatch, "tiny:BROKEN", "violates:below_two")
+    code, out, _ = run("check", "--variants", "-q")
+    assert code == 0 and "PASS tiny_variant" not in out
+    (row,) = summary(out)[1:-1]
+    assert row.split()[2:] == ["PASS", row.split()[3], "caught:", "below_two"]
+    assert summary(out)[-1].startswith("1 variants: 1 PASS; ")

@@ -605,6 +605,25 @@ def test_cli_trace_overlay(itf_6670: Path, capsys: pytest.CaptureFixture[str]) -
     assert "terminal_delivered" in out
 
 
+def test_a_trace_diagram_has_a_short_mermaid_title(tmp_path: Path) -> None:
+    """The detail of a finding (hundreds of characters for a conformance one) stays out."""
+    from dataclasses import replace
+
+    from statecore.itf import write_itf
+
+    detail = "implementation and model differ - " + "sender: x, " * 40
+    trace = replace(TRACE_6670, detail=detail)
+    path = write_itf(trace, SYSTEM_6670, tmp_path / "long.itf.json")
+    drawn = dg.diagrams(SYSTEM_6670, trace=dg.read_trace(path, SYSTEM_6670), only="sender")
+    (title,) = [line for line in drawn[0].mermaid.splitlines() if line.startswith("title: ")]
+    assert title == (
+        'title: "chunk_transfer_6670: sender - trace: terminal_delivered violated, '
+        f'{len(trace)} steps"'
+    )
+    assert len(drawn[0].title) < 250  # the image caption: the detail cut short
+    assert detail in dg.markdown(SYSTEM_6670, drawn, trace)  # the document keeps it whole
+
+
 def test_cli_dot(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("chunk_transfer", "--format", "dot") == 0
     assert capsys.readouterr().out.count("digraph ") == 5
