@@ -35,6 +35,10 @@ class Deadlock(StatecoreError):
     """A call neither reached a callback nor returned within the baton's timeout."""
 
 
+class BatonReleased(Exception):
+    """Raised inside a parked callback by `Baton.release`: the example is over."""
+
+
 class AppliedStep(SystemStep):
     """A `SystemStep` as `Adapter.apply` receives it: with the instances it started.
 
@@ -210,6 +214,20 @@ class Baton:
             self._cond.notify_all()
             self._wait_for("main")
         return self.parked_at
+
+    def release(self) -> None:
+        """Unwind a parked call, if any: for `Adapter.teardown` when an example ends mid-call.
+
+        The parked callback raises `BatonReleased`; whatever the call does
+        with it (or raises) is dropped. The worker gets `timeout` seconds to
+        finish, parking again included.
+        """
+        for _ in range(100):
+            if self._done:
+                break
+            self.resume(BatonReleased("the example ended while this call was parked"))
+        self._error = None
+        self._result = None
 
     def result(self) -> Any:
         """The finished call's return value; re-raises what it raised."""

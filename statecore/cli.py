@@ -1184,7 +1184,11 @@ def _fuzz_json(
             "missed": [str(g) for g in guided.missed],
             "stopped": guided.stopped or None,
         },
-        "search": {"examples": report.examples, "steps": report.steps},
+        "search": {
+            "examples": report.examples,
+            "discarded": report.discarded,
+            "steps": report.steps,
+        },
         "shrink": {
             "replays": report.shrink_replays,
             "steps": report.shrink_steps,
@@ -1249,7 +1253,8 @@ def _print_fuzz(
             if len(guided.missed) > 10:
                 print(f"    ... and {len(guided.missed) - 10} more")
     if report.examples or not (f is not None and report.found_in == "guided"):
-        print(f"  search: {report.examples} examples, {report.steps} steps")
+        cut = f" (and {report.discarded} Hypothesis cut short)" if report.discarded else ""
+        print(f"  search: {report.examples} examples{cut}, {report.steps} steps")
     else:
         print("  search: not run (the guided phase found it)")
     if f is not None:

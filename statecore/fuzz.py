@@ -19,8 +19,8 @@ reached.
    machine and to every property's interesting states, each run as is and
    one action longer, shortest first. It does not depend on the seed: a
    conformance bug one step away from any of those is found on every run.
-2. *search* - Hypothesis' stateful search: one rule per action kind,
-   enabled where the model enables it, drawing one of the enabled argument
+2. *search* - Hypothesis' stateful search: each step draws one of the
+   action kinds the model enables, then one of its enabled argument
    combinations. *Swarm testing* (each example disables a random subset of
    the action labels) and *steering* (``hypothesis.target`` rewards examples
    that take transitions no earlier example took) help it along.
@@ -35,6 +35,7 @@ not fail a run.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -45,11 +46,10 @@ from hypothesis import HealthCheck, Phase, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, StopTest
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -153,6 +153,7 @@ class _Stats:
         default_factory=lambda: {GUIDED: Counter(), SEARCH: Counter(), SHRINK: Counter()}
     )
     known: dict[str, Trace] = field(default_factory=dict)
+    discarded: int = 0  # search examples Hypothesis cut short and did not count
     adapter: str = ""
     reasons: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
@@ -216,6 +217,7 @@ def state_machine(
     always_props = tuple(p for p in system.properties if p.kind == "always")
     eventually_props = tuple(p for p in system.properties if p.kind == "eventually")
     labels = system.labels()
+    order = {a.name: i for i, a in enumerate(system.actions)}
     initially = {s.action for s in system.successors(system.init_states()[0])}
     # Examples revisit the same model states over and over: one memo for all.
     expand = successors if successors is not None else SuccessorCache(system)
@@ -314,6 +316,27 @@ def state_machine(
         def _trace(self, property_id: str, detail: str) -> Trace:
             return Trace(system.name, tuple(self.steps), property_id, "violated", detail)
 
+        # -- the one rule: a step the model enables ------------------------------
+
+        @rule(data=st.data())
+        def act(self, data: st.DataObject) -> None:
+            """Take one enabled step: an action kind first, then its arguments.
+
+            One rule for every action, so that Hypothesis' own per-rule
+            feature flags never leave an example with nothing it may do (an
+            invalid example); drawing the kind first keeps an action with many
+            argument combinations from crowding out the others. With nothing
+            enabled (a deadlock of a bounded model), the step is skipped.
+            """
+            steps = self.enabled()
+            if not steps:
+                return
+            kinds = sorted({s.action.name for s in steps}, key=order.__getitem__)
+            kind = kinds[0] if len(kinds) == 1 else data.draw(st.sampled_from(kinds))
+            options = [s for s in steps if s.action.name == kind]
+            chosen = options[0] if len(options) == 1 else data.draw(st.sampled_from(options))
+            self.take(chosen)
+
         # -- swarm and teardown ------------------------------------------------
 
         @initialize(data=st.data())
@@ -334,6 +357,11 @@ def state_machine(
             self.disabled = frozenset(off)
 
         def teardown(self) -> None:
+            if isinstance(sys.exc_info()[1], StopTest):
+                # Hypothesis ran out of choices for this example and discards it:
+                # it is not one of the `max_examples` (its steps did run).
+                record.examples[record.phase] -= 1
+                record.discarded += 1
             try:
                 if not self.failed:
                     self.finish()
@@ -375,9 +403,6 @@ def state_machine(
                     key, hot = sorted(pending, key=repr)[0]
                     self._violation(prop, f"monitor for {key!r} left in hot state {hot!r}")
 
-    for action in system.actions:
-        _add_rule(Fuzz, action.name)
-    _add_stutter(Fuzz)
     Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
     return Fuzz
 
@@ -407,31 +432,6 @@ def _as_pairs(value: object) -> dict[object, object] | None:
     ):
         return dict(value)
     return None
-
-
-def _add_rule(cls: type[RuleBasedStateMachine], name: str) -> None:
-    def enabled(self: Any) -> bool:
-        return bool(self.enabled(name))
-
-    def run(self: Any, data: st.DataObject) -> None:
-        options = {step_.action: step_ for step_ in self.enabled(name)}
-        self.take(options[data.draw(st.sampled_from(list(options)), label=name)])
-
-    run.__name__ = name
-    # Under a prefix, so no action name can replace a method of the interpreter.
-    setattr(cls, f"rule_{name}", precondition(enabled)(rule(data=st.data())(run)))
-
-
-def _add_stutter(cls: type[RuleBasedStateMachine]) -> None:
-    """A no-op for when a bounded model has nothing left to do (a deadlock)."""
-
-    def stuck(self: Any) -> bool:
-        return not self.enabled()
-
-    def stutter(self: Any) -> None:
-        pass
-
-    cls.stutter = precondition(stuck)(rule()(stutter))
 
 
 # -- reports ---------------------------------------------------------------------
@@ -497,8 +497,11 @@ class GuidedReport:
 class FuzzReport:
     """The outcome of `fuzz`: a finding (shrunk) or none, with each phase's counts.
 
-    `examples` and `steps` count the *search* phase only; the guided phase
-    is `guided` and shrinking is `shrink_replays` / `shrink_steps`. `taken`
+    `examples` and `steps` count the *search* phase only (`examples` as
+    Hypothesis counts them against `max_examples`; `discarded` are the extra
+    ones it cut short when their choices ran out, whose steps `steps`
+    includes); the guided phase is `guided` and shrinking is
+    `shrink_replays` / `shrink_steps`. `taken`
     (coverage) counts the transitions the guided and search phases took.
     `found_after` is the time from the start to the first failing run, and
     `found_in` the phase that ran it (``"guided"`` or ``"search"``).
@@ -520,6 +523,7 @@ class FuzzReport:
     found_after: float | None = None
     found_in: str = ""
     interrupted: bool = False
+    discarded: int = 0
 
     @property
     def ok(self) -> bool:
@@ -637,6 +641,7 @@ def fuzz(
         stats.found_after,
         stats.found_in,
         interrupted,
+        stats.discarded,
     )
     if interrupted:
         raise FuzzInterrupted(report)

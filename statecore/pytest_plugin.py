@@ -25,6 +25,7 @@ pytest's ``tmp_path`` and the ``statecore replay`` command that re-runs it.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
@@ -94,7 +95,9 @@ def fuzz_test(
         )
         finding = report.finding
         if finding is not None:
-            modules = [getattr(request, "module", None)]
+            # A System instance is named by a global of the adapter's module (where
+            # models and adapters usually live) or else of the test's.
+            modules = [_module_of(adapter_factory), getattr(request, "module", None)]
             names = {
                 "target": importable_name(system, modules),
                 "adapter": importable_name(adapter_factory, modules),
@@ -119,8 +122,8 @@ def importable_name(obj: object, modules: Iterable[ModuleType | None] = ()) -> s
     """``package.module:name`` that imports back to `obj`, or None if there is none.
 
     A class or function is named by its own module and qualified name; any
-    other object (a System instance) by a global of one of `modules` (the
-    test's module) or of the module of `obj`'s type that holds it.
+    other object (a System instance) by a global of the first of `modules`
+    that holds it.
     """
     module_name = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
@@ -136,6 +139,12 @@ def importable_name(obj: object, modules: Iterable[ModuleType | None] = ()) -> s
                 if _imports_to(name, obj):
                     return name
     return None
+
+
+def _module_of(obj: object) -> ModuleType | None:
+    name = getattr(obj, "__module__", None)
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return module if isinstance(module, ModuleType) else None
 
 
 def _imports_to(name: str, obj: object) -> bool:
