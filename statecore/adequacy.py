@@ -189,12 +189,13 @@ class _Job:
         )
         if killed_by:
             return MutantResult(mutant, KILLED, killed_by, states=report.states)
-        if not report.complete:
-            detail = f"no finding within {report.states} states"
-            return MutantResult(mutant, UNDECIDED, detail=detail, states=report.states)
+        bounded = "" if report.complete else f"no finding within {report.states} states"
         reason = self.system.equivalent_mutants.get(mutant.id)
-        if reason is not None:
-            return MutantResult(mutant, EQUIVALENT, detail=reason, states=report.states)
+        if reason is not None:  # a person's claim; a bounded search cannot refute it
+            detail = f"{reason} ({bounded})" if bounded else reason
+            return MutantResult(mutant, EQUIVALENT, detail=detail, states=report.states)
+        if bounded:
+            return MutantResult(mutant, UNDECIDED, detail=bounded, states=report.states)
         return MutantResult(mutant, SURVIVED, states=report.states)
 
 

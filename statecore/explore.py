@@ -4,8 +4,9 @@ Every reachable state is visited once (deduplicated by hash, optionally up to
 renaming of interchangeable ids); each property is judged along the way:
 
 * ``always`` in every state, ``sometimes`` until one state satisfies it;
-* ``eventually`` and hot monitor states at every quiescent state (no enabled
-  internal action) and every deadlock;
+* ``eventually`` and hot monitor states at every quiescent state (no internal
+  action enabled, or only ones that stutter: same state, no output) and every
+  deadlock;
 * monitors on every step's outputs.
 
 Because the search is breadth-first (one depth level at a time), the first
@@ -342,7 +343,10 @@ class _Explorer:
             steps = self.successors(node[0])
         except ActionFault as fault:
             raise self._fault(node, fault) from fault.cause
-        if not any([s.internal for s in steps]):
+        state = node[0]
+        # At rest: no internal action can change anything. An internal action
+        # that only stutters (same state, no output) is a livelock, not progress.
+        if not any([s.internal and (s.outputs or s.state != state) for s in steps]):
             self._check_quiescent(node, deadlock=not steps)
         self.transitions += len(steps)
         parents = self.parents

@@ -335,3 +335,14 @@ def test_cli_adequacy_bad_usage(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_undecided_mutant_may_be_declared_equivalent() -> None:
+    system = shop(SHIPPED_PAID_ONCE, SHIPS)
+    bounded = adequacy(system, max_states=3)
+    undecided = [r.mutant.id for r in bounded.results if r.outcome == "undecided"]
+    assert undecided
+    declared = shop(SHIPPED_PAID_ONCE, SHIPS, equivalent={undecided[0]: "same as the model"})
+    again = {r.mutant.id: r for r in adequacy(declared, max_states=3).results}
+    assert again[undecided[0]].outcome == EQUIVALENT
+    assert again[undecided[0]].detail == "same as the model (no finding within 3 states)"

@@ -9,7 +9,8 @@ judges each property straight from its definition:
   falsifies it, with a shortest trace as long as the first level holding such
   a state; vacuous iff ``when`` never holds;
 * an ``eventually`` is violated iff some quiescent state (no internal
-  successor) falsifies it; vacuous iff there is no quiescent state;
+  successor that changes the state or emits) falsifies it; vacuous iff there
+  is no quiescent state;
 * a ``sometimes`` holds iff some state satisfies it, vacuous otherwise;
 * a monitor is violated iff some path emits an output it refuses, or rests in
   a hot monitor state at a quiescent state.
@@ -141,7 +142,7 @@ def brute_force(system: System, limit: int = 200_000) -> Oracle:
             steps = succ_cache.get(state)
             if steps is None:
                 steps = succ_cache[state] = system.successors(state)
-            if not any(s.internal for s in steps):
+            if not any(progress(state, s) for s in steps):
                 oracle.quiescent.add(state)
                 for prop, mon in zip(monitors, mons):
                     if monitor_hot(prop, mon):
@@ -208,8 +209,13 @@ def replay(system: System, trace: Trace) -> None:
         state = done.state
 
 
+def progress(state: SystemState, step: Any) -> bool:
+    """Whether `step` is internal and does something: a stutter is no progress."""
+    return bool(step.internal and (step.outputs or step.state != state))
+
+
 def quiescent(system: System, state: SystemState) -> bool:
-    return not any(s.internal for s in system.successors(state))
+    return not any(progress(state, s) for s in system.successors(state))
 
 
 def check_trace_shows(system: System, result: PropertyResult) -> None:

@@ -242,3 +242,21 @@ def test_model_errors_are_definition_errors_the_cli_reports() -> None:
 
     assert issubclass(ModelError, DefinitionError)
     assert ActionLabel("tick") == ActionLabel("tick", ())
+
+
+# -- a stuttering internal action is no progress -------------------------------------------
+
+
+def test_an_internal_action_that_only_stutters_does_not_hide_a_resting_state() -> None:
+    def poll(tx: Tx) -> None:
+        tx.get("ticks")  # the save thread finds nothing to do and polls again
+
+    both_done = eventually(
+        "both_done", "every job ends", lambda v: all(s.state == "done" for _, s in v.live("job"))
+    )
+    system = jobs(Action("poll", "save_thread", poll, internal=True), properties=(both_done,))
+    report = explore(system, stop_on_violation=False)
+    result = report.result("both_done")
+    # Without the stutter rule no state would be quiescent and the property vacuous.
+    assert result.verdict == VIOLATED and result.trace is not None
+    assert len(result.trace) == 0  # the initial state already rests with two queued jobs
