@@ -1,8 +1,9 @@
 """The fuzzing docs show what their code prints, and their commands work as shown.
 
-* ``docs/adapters.md`` and ``docs/tutorial.md``: every ```python block runs, in
-  order, in one namespace (as ``tests/test_docs.py`` runs them), and what a block
-  prints is the ```text block right after it (trailing spaces aside).
+* ``docs/adapters.md``, ``docs/concepts.md`` and ``docs/tutorial.md``: every
+  ```python block runs, in order, in one namespace (as ``tests/test_docs.py`` runs
+  them), and what a block prints is the ```text block right after it (trailing
+  spaces aside).
 * The adapters page's model, service and adapter, written to a module, fuzz and
   replay from the command line as the page says, with ``--adapter
   package.module:object`` (a class or a factory) and ``--target``; a failing
@@ -49,7 +50,7 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
-@pytest.mark.parametrize("name", ["adapters.md", "tutorial.md"])
+@pytest.mark.parametrize("name", ["adapters.md", "concepts.md", "tutorial.md"])
 def test_the_page_prints_what_it_shows(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
