@@ -1,7 +1,9 @@
 """The docs are tested: their code runs, their commands parse, their generated pages are current.
 
 * Every ```python block of ``docs/*.md`` runs, in order, in one fresh namespace
-  per page, with a temporary directory as the working directory.
+  per page, with a temporary directory as the working directory; what a block
+  prints is the ```text block right after it, where there is one.
+* The table of bugs on ``docs/index.md`` is what exploring each target gives.
 * Every ``statecore ...`` command line in a ```bash or ```console block of
   any page under ``docs/`` (and of the README) is accepted by the CLI's
   argument parser.
@@ -12,6 +14,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 import subprocess
@@ -37,6 +41,27 @@ def blocks(path: Path, *langs: str) -> list[str]:
             indent = len(m.group("indent"))
             found.append("\n".join(line[indent:] for line in m.group("body").splitlines()))
     return found
+
+
+def python_with_output(path: Path) -> list[tuple[str, str | None]]:
+    """Each python block of `path` with the ```text block right after it (or None)."""
+    text = path.read_text(encoding="utf-8")
+    fences = list(FENCE.finditer(text))
+    found: list[tuple[str, str | None]] = []
+    for index, m in enumerate(fences):
+        if m.group("lang") != "python" or m.group("indent"):
+            continue
+        after = fences[index + 1] if index + 1 < len(fences) else None
+        shown = None
+        between = text[m.end() : after.start()] if after is not None else "x"
+        if after is not None and after.group("lang") == "text" and not between.strip():
+            shown = after.group("body")
+        found.append((m.group("body"), shown))
+    return found
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
 def pages_with_python() -> list[Path]:
@@ -85,11 +110,17 @@ def _argv(command: str) -> list[str]:
 def test_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
-    for number, code in enumerate(blocks(page, "python"), start=1):
+    for number, (code, shown) in enumerate(python_with_output(page), start=1):
+        printed = io.StringIO()
         try:
-            exec(compile(code, f"{page.name}[python block {number}]", "exec"), namespace)
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, f"{page.name}[python block {number}]", "exec"), namespace)
         except Exception as exc:
             pytest.fail(f"{page.name}, python block {number}: {type(exc).__name__}: {exc}")
+        if shown is not None:
+            assert _lines(printed.getvalue()) == _lines(shown), (
+                f"{page.name}, python block {number} now prints:\n{printed.getvalue()}"
+            )
 
 
 def test_every_doc_page_with_code_is_collected() -> None:
@@ -142,3 +173,31 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.chdir(tmp_path)
     (code,) = blocks(ROOT / "README.md", "python")
     exec(compile(code, "README.md[python]", "exec"), {"__name__": "readme"})
+
+
+def claims() -> list[tuple[str, str, int, list[str]]]:
+    """The rows of the bug table of docs/index.md: target, property, steps, action names."""
+    rows = []
+    for line in (DOCS / "index.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[1].startswith("`") and cells[3].isdigit():
+            actions = [a.strip(" `") for a in cells[4].split(",")]
+            rows.append((cells[1].strip("`"), cells[2].strip("`"), int(cells[3]), actions))
+    return rows
+
+
+def test_the_bug_table_is_found() -> None:
+    assert len(claims()) >= 5
+
+
+@pytest.mark.parametrize("claim", claims(), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_the_bug_table_shows_the_shortest_traces(claim: tuple[str, str, int, list[str]]) -> None:
+    from model_checks import report_of
+
+    from statecore.registry import Target, bundled
+
+    name, prop, steps, actions = claim
+    target = next((t for t in bundled() if t.name == name), None) or Target(name, name, "")
+    result = report_of(target).result(prop)
+    assert result.verdict == "violated" and result.trace is not None
+    assert (len(result.trace), [a.name for a in result.trace.actions]) == (steps, actions)

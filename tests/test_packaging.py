@@ -6,6 +6,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,66 @@ def test_the_runtime_core_has_no_dependencies(wheel: zipfile.ZipFile) -> None:
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     ]
     assert requires == []
+
+
+# -- README to green on a fresh machine -----------------------------------------------------
+
+
+def readme_test_commands() -> list[str]:
+    """The README's install and test commands: the first block of "Tests and benchmarks"."""
+    section = (ROOT / "README.md").read_text().split("## Tests and benchmarks", 1)[1]
+    body = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in body.splitlines() if line.strip()]
+
+
+def test_the_readme_gives_an_install_command_then_a_test_command() -> None:
+    assert readme_test_commands() == ["pip install -e '.[dev]'", "tox"]
+
+
+def test_ci_runs_the_readme_commands_in_a_fresh_venv_then_the_vllm_env() -> None:
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    install, test = readme_test_commands()
+    assert lines.index(install) < lines.index(test) < lines.index("tox -e vllm")
+    assert any(line.startswith("python -m venv ") for line in lines[: lines.index(install)])
+
+
+def pyproject() -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest brings tomli
+        import tomli as tomllib
+    data: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return data
+
+
+def test_the_dev_extra_installs_what_the_test_command_runs() -> None:
+    import configparser
+
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    dev = pyproject()["project"]["optional-dependencies"]["dev"]
+    assert any(req.startswith("tox>=") for req in dev)
+    # The lint and type tools at the versions tox pins, so running them by hand agrees.
+    for env in ("testenv:lint", "testenv:type"):
+        for req in tox[env]["deps"].split():
+            assert req in dev, (env, req)
+    extras = {e.strip() for e in tox["testenv"]["extras"].split()}
+    assert (
+        f"statecore[{','.join(sorted(extras, key=['test', 'check', 'interop', 'bench'].index))}]"
+        in dev
+    )
+
+
+def test_tox_leaves_the_vllm_environment_opt_in() -> None:
+    import configparser
+
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    envs = [e.strip() for e in tox["tox"]["env_list"].split(",")]
+    assert envs == ["py", "lint", "type"]
+    assert "testenv:vllm" in tox
+
+
+def test_the_project_urls_point_nowhere_invalid() -> None:
+    urls = pyproject()["project"].get("urls", {})
+    assert not any("example.invalid" in url for url in urls.values())
