@@ -456,7 +456,9 @@ class GuidedReport:
 
     `stopped` says why it ended early: ``"finding"``, ``"budget"`` (the time
     budget ran out), ``"max_states"`` (the model walk reached its bound with
-    goals left) or ``""`` (every goal was met, or the walk saw every state).
+    goals left), ``"stalled"`` (the walk met no new goal for long, see
+    `statecore.guided.DEFAULT_PATIENCE`), ``"interrupted"``, or ``""`` (every
+    goal was met, or the walk saw every state).
     """
 
     system: System
@@ -706,8 +708,8 @@ def _guided(
                 break
         if stopped:
             break
-    if not stopped and planner.missed and not planner.complete:
-        stopped = "max_states"
+    if not stopped:
+        stopped = planner.stopped
     stats.goals = (len(planner.met), len(planner.all_goals))
     report = GuidedReport(
         system,

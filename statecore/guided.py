@@ -10,7 +10,10 @@ reaches it:
   the component declares untaken by design);
 * ``state`` - each state but the initial one of each component's machine,
   held by some instance or entered by a transition (a final state whose
-  instance is retired in the same step counts);
+  instance is retired in the same step counts); and for a component whose
+  keys can be reused (``max_generations`` above 1), each state held by a
+  later generation of a key (``"open (key reused)"``), where a stale handle
+  of the earlier generation can still act;
 * ``property`` - each property's interesting states: an ``always ... when``
   condition that holds, a ``sometimes`` predicate that holds, an
   ``eventually`` predicate that is false (an obligation still open), and each
@@ -21,8 +24,11 @@ implementation (`statecore.fuzz`), so a conformance bug one step away from
 any model transition, machine state or interesting property state is found
 whatever the seed. Breadth-first order makes the first finding a short one.
 
-The walk stops when every goal is met, or after `max_states` distinct
-states; goals not met by then are reported as such (`Planner.missed`).
+The walk stops when every goal is met, after `max_states` distinct states,
+or once it has met no new goal for long (`DEFAULT_PATIENCE`): goals a model
+cannot reach (an error state of a monitor, say) must not cost a walk of the
+whole state space. Goals not met are reported as such (`Planner.missed`,
+`Planner.stopped`).
 Pure: nothing here runs an implementation.
 """
 
@@ -41,8 +47,18 @@ STATE = "state"
 PROPERTY = "property"
 GOAL_KINDS = (TRANSITION, STATE, PROPERTY)
 
+REUSED = " (key reused)"
+"""The suffix of a state goal held by a later generation of its key."""
+
 DEFAULT_MAX_STATES = 20_000
 """States the walk visits at most, by default, before it gives up on the goals left."""
+
+DEFAULT_PATIENCE = 5_000
+"""The walk gives up on the goals left once it has met no new goal in this many states,
+or in twice as many as it took to meet the last one, whichever is more."""
+
+MAX_STATES = "max_states"
+STALLED = "stalled"
 
 
 class Goal(NamedTuple):
@@ -72,6 +88,9 @@ def goals(system: System) -> tuple[Goal, ...]:
         for s in comp.machine.states:
             if not s.initial:  # every instance starts there: the first spawn reaches it
                 found.append(Goal(STATE, comp.name, s.name))
+    for comp in system.components:
+        if comp.max_generations > 1:  # a reused key: where stale handles meet new instances
+            found.extend(Goal(STATE, comp.name, f"{s.name}{REUSED}") for s in comp.machine.states)
     for prop in system.properties:
         found.extend(_property_goals(prop))
     return tuple(dict.fromkeys(found))
@@ -105,7 +124,8 @@ class Planner:
     """A breadth-first walk of `system` yielding a `Target` per batch of new goals.
 
     Iterate it (`targets`); afterwards `met` and `missed` say which goals a
-    path reached and which the walk did not meet within `max_states`.
+    path reached and which the walk did not meet, and `stopped` why it ended
+    before it met them all: `MAX_STATES` or `STALLED` (see `DEFAULT_PATIENCE`).
     """
 
     system: System
@@ -113,8 +133,10 @@ class Planner:
     max_states: int = DEFAULT_MAX_STATES
     all_goals: tuple[Goal, ...] = ()
     met: dict[Goal, int] = field(default_factory=dict)  # goal -> length of its path
+    patience: int = DEFAULT_PATIENCE
     states: int = 0
     complete: bool = False  # the walk saw every reachable state
+    stopped: str = ""  # MAX_STATES or STALLED: the walk ended with goals left unmet
 
     def __post_init__(self) -> None:
         if not self.all_goals:
@@ -133,6 +155,7 @@ class Planner:
         monitors = [p for p in system.properties if p.kind == "monitor"]
         components = [key[0] for key in system.slot_keys()]
         entered = _Entered(system)
+        reusable = any(c.max_generations > 1 for c in system.components)
         init = system.init_states()[0]
         # Per node: its state, the node it was reached from and the step, its monitor states.
         parents: list[tuple[int, SystemStep | None]] = [(-1, None)]
@@ -159,12 +182,23 @@ class Planner:
         if fresh:
             yield Target(fresh, ())
         depth = {0: 0}
+        last_new = 1  # states walked when a goal was last met
         while queue and len(self.met) < len(wanted):
+            if self.states - last_new > max(self.patience, 2 * last_new):
+                self.stopped = STALLED
+                return
             node, state = queue.popleft()
             for step_ in self.successors(state):
                 length = depth[node] + 1
                 found = [Goal(TRANSITION, t.component, t.transition) for t in step_.taken]
                 found.extend(Goal(STATE, t.component, entered[t]) for t in step_.taken)
+                if step_.taken and reusable:
+                    gone = _retired_reused(components, state, step_.state)
+                    found.extend(
+                        Goal(STATE, t.component, f"{entered[t]}{REUSED}")
+                        for t in step_.taken
+                        if t.component in gone
+                    )
                 marks = watched[node]
                 if monitors:
                     marks = _advance(monitors, marks, step_)
@@ -181,17 +215,21 @@ class Planner:
                     found.extend(self._state_goals(step_.state, components, props))
                 fresh = new(found, length)
                 if fresh:
+                    last_new = self.states
                     yield Target(fresh, path_to(node, step_))
         self.complete = not queue and self.states < self.max_states
+        if self.missed and not self.complete:
+            self.stopped = MAX_STATES
 
     def _state_goals(
         self, state: SystemState, components: list[str], props: list[Property]
     ) -> list[Goal]:
-        found = [
-            Goal(STATE, comp, slot.snapshot.state)
-            for comp, slot in zip(components, state.slots)
-            if slot.snapshot is not None
-        ]
+        found = []
+        for comp, slot in zip(components, state.slots):
+            if slot.snapshot is not None:
+                found.append(Goal(STATE, comp, slot.snapshot.state))
+                if slot.generation > 1:
+                    found.append(Goal(STATE, comp, f"{slot.snapshot.state}{REUSED}"))
         if props:
             view = self.system.view(state)
             for prop in props:
@@ -221,6 +259,15 @@ class _Entered(dict[TakenTransition, str]):
         entered = transition.target or transition.source[0]
         self[taken] = entered
         return entered
+
+
+def _retired_reused(components: list[str], before: SystemState, after: SystemState) -> set[str]:
+    """Components with an instance of a reused key that the step retired."""
+    return {
+        comp
+        for comp, old, slot in zip(components, before.slots, after.slots)
+        if slot.snapshot is None and old.snapshot is not None and slot.generation > 1
+    }
 
 
 def _holds(predicate: Callable[..., bool], view: object) -> bool:
