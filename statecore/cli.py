@@ -6,7 +6,9 @@ Exit codes, one meaning each (``docs/cli.md`` has the table):
 * 1 - a finding: a property violated or vacuous, a variant not caught as
   declared, a fuzz finding, a replayed trace that still shows its violation;
 * 2 - bad usage, a bad input file, an unknown target, an invalid definition,
-  or a model action or property that raised (the message says which);
+  a model action or property that raised (the message says which), or an
+  optional dependency the command needs that is not installed (the message
+  names the extra);
 * 3 - an internal error in statecore (the traceback follows the message);
 * 4 - incomplete: a bound stopped the search before every property was
   decided, and nothing was found;
@@ -138,9 +140,8 @@ def _missing_extra(exc: BaseException, command: str) -> str | None:
         if top in OPTIONAL_DEPENDENCIES:
             package, extra = OPTIONAL_DEPENDENCIES[top]
             return (
-                f"{command} needs {package}, which is not installed; install it with: "
-                f"pip install 'statecore[{extra}]' (from a source checkout: "
-                f"pip install -e '.[{extra}]')"
+                f"{command} needs {package}, which is not installed; install the "
+                f"'{extra}' extra: pip install -e '.[{extra}]' in the statecore checkout"
             )
         seen = seen.__cause__ or seen.__context__
     return None
@@ -1219,6 +1220,7 @@ GUIDED_STOPS = {
     "finding": "stopped at the first finding",
     "budget": "stopped by --budget",
     "max_states": "the model walk stopped at its state bound",
+    "stalled": "the model walk met no new goal for long",
     "interrupted": "interrupted",
 }
 
@@ -1247,7 +1249,7 @@ def _print_fuzz(
             f"  guided: {guided.paths} paths, {guided.steps} steps: {guided.summary()}"
             + (f"; {stop}" if stop else "")
         )
-        if guided.stopped == "max_states":
+        if guided.stopped in ("max_states", "stalled"):
             for goal in guided.missed[:10]:
                 print(f"    not reached: {goal}")
             if len(guided.missed) > 10:

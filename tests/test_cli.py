@@ -603,7 +603,7 @@ def test_a_missing_optional_dependency_is_a_usage_error_with_the_install_command
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"statecore: error: statecore {argv[0]} needs ")
-    assert f"pip install 'statecore[{extra}]'" in line
+    assert f"install the '{extra}' extra: pip install -e '.[{extra}]'" in line
 
 
 def test_an_unrelated_import_error_is_still_an_internal_error(
