@@ -621,10 +621,10 @@ def fuzz(
             stats.phase = SHRINK
             stats.tick(force=True)
             finding = minimise(system, finding, adapter_factory, known=known, _stats=stats)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         interrupted = True
-    if guided_report is not None and interrupted and not guided_report.stopped:
-        guided_report = _with_stop(guided_report, "interrupted")
+        if isinstance(stop, _GuidedInterrupted):
+            guided_report = stop.report
     stats.tick(force=True)
     report = FuzzReport(
         system,
@@ -690,53 +690,54 @@ def _guided(
     done: set[tuple[ActionLabel, ...]] = set()
     finding: Finding | None = None
     stopped = ""
-    for chosen in planner.targets():
+
+    def report() -> GuidedReport:
         stats.goals = (len(planner.met), len(planner.all_goals))
-        end = chosen.path[-1].state if chosen.path else init
-        for last in (None, *successors(end)):
-            path = chosen.path if last is None else (*chosen.path, last)
-            labels = tuple(s.action for s in path)
-            if labels in done:
-                continue
-            done.add(labels)
-            finding = _run_steps(machine, path)
-            if finding is not None:
-                stopped = "finding"
+        return GuidedReport(
+            system,
+            stats.examples[GUIDED],
+            stats.steps[GUIDED],
+            time.perf_counter() - began,
+            planner.states,
+            planner.all_goals,
+            dict(planner.met),
+            stopped,
+            dict(stats.taken[GUIDED]),
+        )
+
+    try:
+        for chosen in planner.targets():
+            stats.goals = (len(planner.met), len(planner.all_goals))
+            end = chosen.path[-1].state if chosen.path else init
+            for last in (None, *successors(end)):
+                path = chosen.path if last is None else (*chosen.path, last)
+                labels = tuple(s.action for s in path)
+                if labels in done:
+                    continue
+                done.add(labels)
+                finding = _run_steps(machine, path)
+                if finding is not None:
+                    stopped = "finding"
+                    break
+                if deadline is not None and time.perf_counter() >= deadline:
+                    stopped = "budget"
+                    break
+            if stopped:
                 break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stopped = "budget"
-                break
-        if stopped:
-            break
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+        raise _GuidedInterrupted(report()) from None
     if not stopped:
         stopped = planner.stopped
-    stats.goals = (len(planner.met), len(planner.all_goals))
-    report = GuidedReport(
-        system,
-        stats.examples[GUIDED],
-        stats.steps[GUIDED],
-        time.perf_counter() - began,
-        planner.states,
-        planner.all_goals,
-        dict(planner.met),
-        stopped,
-        dict(stats.taken[GUIDED]),
-    )
-    return finding, report
+    return finding, report()
 
 
-def _with_stop(report: GuidedReport, stopped: str) -> GuidedReport:
-    return GuidedReport(
-        report.system,
-        report.paths,
-        report.steps,
-        report.seconds,
-        report.states,
-        report.goals,
-        report.met,
-        stopped,
-        report.taken,
-    )
+class _GuidedInterrupted(KeyboardInterrupt):
+    """Ctrl-C in the guided phase, with what the phase did until then."""
+
+    def __init__(self, report: GuidedReport) -> None:
+        super().__init__()
+        self.report = report
 
 
 def _run_steps(machine: type[RuleBasedStateMachine], path: Sequence[SystemStep]) -> Finding | None:
