@@ -1053,8 +1053,9 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     """`statecore.diagram.run`, after loading a user's target where its failures are one line."""
     from .diagram import run
 
-    if args.trace is None and ":" in args.target:
-        _resolve(args.target)  # imported once; run() finds the module loaded
+    for name in (args.target, args.diff):
+        if args.trace is None and name is not None and ":" in name:
+            _resolve(name)  # imported once; run() finds the module loaded
     code: int = run(args)
     return code
 

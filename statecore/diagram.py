@@ -965,6 +965,7 @@ examples:
   statecore diagram chunk_transfer --format svg -o out/ct.svg    (ct.sender.svg, ...)
   statecore diagram chunk_transfer_6670 --machine sender --format png -o path.png \\
       --trace traces/chunk_transfer_6670.terminal_delivered.itf.json
+  statecore diagram chunk_transfer --diff chunk_transfer_6670 > change.md
 
 Mermaid output is a Markdown document with one ```mermaid block per diagram,
 or the bare diagram with --machine. svg and png need Graphviz' dot
@@ -991,6 +992,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="NAME",
         help="one diagram: a component, a machine or 'overview'",
     )
+    p.add_argument(
+        "--diff",
+        default=None,
+        metavar="OTHER",
+        help="draw what changes from TARGET to OTHER (a variant, another target): transitions "
+        "added, removed, retargeted, guards and effects changed, actions and verdicts changed",
+    )
+    p.add_argument(
+        "--no-verdicts",
+        action="store_true",
+        help="with --diff: do not explore both systems to compare property verdicts",
+    )
     p.set_defaults(func=run)
 
 
@@ -1005,6 +1018,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``statecore diagram``; return the exit code (errors raise `StatecoreError`)."""
     from .registry import resolve, system_for_trace
 
+    if getattr(args, "diff", None) is not None:
+        return _run_diff(args)
     if args.trace is not None:
         # The trace's own target (a variant of TARGET, say) is the system it runs on;
         # a name the file gives is only looked up among the bundled ones.
@@ -1034,6 +1049,46 @@ def run(args: argparse.Namespace) -> int:
     for diagram in drawn:
         path = output.with_name(f"{output.stem}.{diagram.name}.{fmt}")
         _write(path, render(diagram.dot, fmt))
+    return 0
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    """``statecore diagram TARGET --diff OTHER``: the picture of the change."""
+    from .diagram_diff import diff_dot, diff_markdown, diff_mermaid, diff_systems, diff_title
+    from .registry import resolve
+
+    if args.trace is not None:
+        raise DiagramError("--diff draws a change and --trace a path: give one of them")
+    _, before, _ = resolve(args.target)
+    _, after, _ = resolve(args.diff)
+    found = diff_systems(before, after, verdicts=not args.no_verdicts)
+    drawn = [c for c in found.components if c.changed and c.before and c.after]
+    if args.machine:
+        drawn = [
+            c
+            for c in drawn
+            if args.machine in (c.component, c.before and c.before.name, c.after and c.after.name)
+        ]
+    fmt: str = args.format
+    output: Path | None = args.output
+    if fmt == "mermaid":
+        if args.machine and len(drawn) == 1:
+            return _emit_text(diff_mermaid(drawn[0], title=diff_title(found, drawn[0])), output)
+        return _emit_text(diff_markdown(found), output)
+    sources = [(c.component, diff_dot(c, title=diff_title(found, c))) for c in drawn]
+    if not sources:
+        raise DiagramError(
+            f"{args.target} and {args.diff} have the same machines; nothing to draw as {fmt} "
+            "(the Markdown output lists the action and verdict changes)"
+        )
+    if fmt == "dot":
+        return _emit_text("\n".join(text for _, text in sources), output)
+    if output is None:
+        output = Path(f"{before.name}-{after.name}.{fmt}")
+    if len(sources) == 1:
+        return _write(output, render(sources[0][1], fmt))
+    for name, text in sources:
+        _write(output.with_name(f"{output.stem}.{name}.{fmt}"), render(text, fmt))
     return 0
 
 
