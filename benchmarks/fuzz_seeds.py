@@ -12,7 +12,9 @@ side in one process:
 * **old**: the default ``statecore fuzz`` run before the guided phase existed -
   ``statecore/fuzz.py`` as of commit ``6acab07``, loaded from git, with the CLI's
   default of 100 examples (two Hypothesis batches of 50, shrinking with Hypothesis'
-  shrinker and the old single-step and pair deletions).
+  shrinker and the old single-step and pair deletions);
+* **old50**: the old ``fuzz()`` called with no arguments, which ran the first of those
+  batches only (found or not, read off the old run).
 
 Two times per run: *first failure* (from the start of the run to the first run of the
 implementation that showed the finding) and *report* (the whole call, shrinking
@@ -26,11 +28,14 @@ infinite time. Medians are over seeds per target, then over targets.
 
     python benchmarks/fuzz_seeds.py [--seeds N] [--report-seeds K] [--quick]
 
+(``--quick``: two seeds, the docs' targets and two variants, and no old report times;
+what ``tests/test_fuzz_seeds.py`` runs.)
+
 The last line is
 
 ``RESULT targets=<n> new_found=<k>/<n*N> new_every_seed=<t>/<n> new_median_first_s=<x>
 new_median_report_s=<x> old_found=<k>/<n*N> old_every_seed=<t>/<n> old_median_first_s=<x>
-old_median_report_s=<x>``
+old_median_report_s=<x> old50_found=<k>/<n*N> old50_every_seed=<t>/<n>``
 """
 
 from __future__ import annotations
@@ -178,8 +183,12 @@ def old_module() -> ModuleType | None:
     return module
 
 
-def run_old_search(old: ModuleType, case: Case, seed: int) -> float:
-    """The old default's search to its first failure, exactly as it ran: seconds or inf."""
+def run_old_search(old: ModuleType, case: Case, seed: int) -> tuple[float, int]:
+    """The old default's search to its first failure, exactly as it ran.
+
+    Returns the seconds (inf if nothing was found) and the batch that found it: the
+    old ``fuzz()`` called with no arguments ran the first batch of 50 only.
+    """
     machine = old.state_machine(case.system, case.factory)
     warm = case.factory()
     warm.setup(case.system)
@@ -203,10 +212,10 @@ def run_old_search(old: ModuleType, case: Case, seed: int) -> float:
         try:
             run_state_machine_as_test(seeded, settings=config)
         except old.Finding:
-            return time.perf_counter() - started
+            return time.perf_counter() - started, round_
         remaining -= examples
         round_ += 1
-    return math.inf
+    return math.inf, round_
 
 
 def run_old_report(old: ModuleType, case: Case, seed: int) -> float:
@@ -220,45 +229,61 @@ def run_old_report(old: ModuleType, case: Case, seed: int) -> float:
 # -- running and reporting -------------------------------------------------------------
 
 
+@dataclass
+class Row:
+    """One target's runs: today's default, the old CLI default, the old `fuzz()` default."""
+
+    case: Case
+    new: Runs
+    old: Runs  # the CLI's 100 examples
+    old50: Runs  # fuzz() with no arguments: one batch of 50
+
+
 def measure(
     all_cases: list[Case], seeds: int, report_seeds: int, old: ModuleType | None
-) -> Iterator[tuple[Case, Runs, Runs]]:
+) -> Iterator[Row]:
     for case in all_cases:
-        new, before = Runs(), Runs()
+        row = Row(case, Runs(), Runs(), Runs())
         for seed in range(seeds):
             first, report = run_new(case, seed)
-            new.first.append(first)
-            new.report.append(report)
+            row.new.first.append(first)
+            row.new.report.append(report)
             if old is not None:
-                before.first.append(run_old_search(old, case, seed))
+                took, batch = run_old_search(old, case, seed)
+                row.old.first.append(took)
+                row.old50.first.append(took if batch == 0 else math.inf)
                 if seed < report_seeds:
-                    before.report.append(run_old_report(old, case, seed))
-        yield case, new, before
+                    row.old.report.append(run_old_report(old, case, seed))
+        yield row
 
 
 def seconds(value: float) -> str:
     return "miss" if math.isinf(value) else f"{value:.3f}"
 
 
-def result_line(rows: list[tuple[Case, Runs, Runs]], seeds: int) -> str:
+def result_line(rows: list[Row], seeds: int) -> str:
     """The RESULT line: found over every (target, seed) run, medians over targets."""
     total = len(rows) * seeds
 
-    def side(label: str, picked: list[Runs]) -> str:
+    def side(label: str, picked: list[Runs], times: bool = True) -> str:
         if not any(r.first for r in picked):
             return f"{label}_found=n/a"
         found = sum(r.found for r in picked)
         every = sum(1 for r in picked if r.found == len(r.first))
+        text = f"{label}_found={found}/{total} {label}_every_seed={every}/{len(picked)}"
+        if not times:
+            return text
         first = statistics.median(r.median_first() for r in picked)
-        report = statistics.median(r.median_report() for r in picked)
-        return (
-            f"{label}_found={found}/{total} {label}_every_seed={every}/{len(picked)} "
-            f"{label}_median_first_s={seconds(first)} {label}_median_report_s={seconds(report)}"
+        report = (
+            seconds(statistics.median(r.median_report() for r in picked))
+            if all(r.report for r in picked)
+            else "n/a"
         )
+        return f"{text} {label}_median_first_s={seconds(first)} {label}_median_report_s={report}"
 
     return (
-        f"RESULT targets={len(rows)} {side('new', [r[1] for r in rows])} "
-        f"{side('old', [r[2] for r in rows])}"
+        f"RESULT targets={len(rows)} {side('new', [r.new for r in rows])} "
+        f"{side('old', [r.old for r in rows])} {side('old50', [r.old50 for r in rows], False)}"
     )
 
 
@@ -272,10 +297,12 @@ def main(argv: list[str] | None = None) -> None:
         help="seeds per target for the old default's report time (default 5)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="2 seeds, the docs' targets and two variants"
+        "--quick",
+        action="store_true",
+        help="2 seeds, the docs' targets and two variants, no old report times",
     )
     args = parser.parse_args(argv)
-    seeds, report_seeds = (2, 1) if args.quick else (args.seeds, args.report_seeds)
+    seeds, report_seeds = (2, 0) if args.quick else (args.seeds, args.report_seeds)
     old = old_module()
     if old is None:
         print(f"(no git checkout with commit {OLD_COMMIT}: the old default is not measured)")
@@ -286,21 +313,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     head = (
         f"{'target':<44} {'new found':>9} {'first':>7} {'report':>7} "
-        f"{'old found':>9} {'first':>7} {'report':>7}"
+        f"{'old found':>9} {'first':>7} {'report':>7} {'old50 found':>11}"
     )
     print(head)
     print("-" * len(head))
     rows = []
-    for case, new, before in measure(all_cases, seeds, report_seeds, old):
-        rows.append((case, new, before))
+    for row in measure(all_cases, seeds, report_seeds, old):
+        rows.append(row)
+        new, before = row.new, row.old
         old_cells = (
             f"{before.found:>5}/{seeds:<3} {seconds(before.median_first()):>7} "
-            f"{seconds(before.median_report()):>7}"
+            f"{seconds(before.median_report()) if before.report else 'n/a':>7} "
+            f"{row.old50.found:>7}/{seeds:<3}"
             if old is not None
-            else f"{'n/a':>9} {'':>7} {'':>7}"
+            else f"{'n/a':>9} {'':>7} {'':>7} {'n/a':>11}"
         )
         print(
-            f"{case.name:<44} {new.found:>5}/{seeds:<3} {seconds(new.median_first()):>7} "
+            f"{row.case.name:<44} {new.found:>5}/{seeds:<3} {seconds(new.median_first()):>7} "
             f"{seconds(new.median_report()):>7} {old_cells}",
             flush=True,
         )
