@@ -18,11 +18,17 @@ Actors and their actions:
   whose release hook raises), ``abort_sync`` (``Omni._run_generation`` calls
   ``Omni.abort`` on ``GeneratorExit`` or an exception: the second removal
   path);
-* engine (internal) - ``output``, ``finish``, ``stage_error``;
+* engine (internal) - ``output`` (``_handle_output_message`` consumes the
+  message's metrics once, in the ``_consumed_metric_messages`` side table kept
+  per request id, and ``_process_single_result`` republishes the
+  running/waiting gauges while the request is registered), ``finish``,
+  ``stage_error``;
 * entrypoint (internal) - ``cleanup``: ``_log_summary_and_cleanup`` once the
   request is over (AsyncOmni's ``finally``, sync Omni's finished output);
 * runtime - ``open_segment``: the runtime establishes identity and starts or
-  advances an edge's segment before dispatch (``start_segment``);
+  advances an edge's segment before dispatch (``start_segment``), only ever
+  forward, at any time the request is registered (a start can race with the
+  request's last output);
 * producer - ``record``: an observation through a segment handle the
   recorder handed out, which a producer may retain long after its segment
   retired or its request was removed;
@@ -31,21 +37,43 @@ Actors and their actions:
 
 In the reference both removal paths go through one helper, as the review
 suggests (``_drop_request_state``; `statecore.models.stream_edge_impl`
-provides it as ``drop_request_state``): look the release hook up with
-``getattr``, log what it raises, then pop and republish the gauges in a
-``finally``. A raise in production code is modelled as a step that adds
-``(request, site)`` to the ``crashed`` global (and fails the request if it is
-still running); the spec's fail-open properties say that never happens. Why
-an observation was dropped is the output ``refused(request, reason)``, not a
-global, so that it does not multiply the state space.
+provides it as ``drop_request_state``): call the release hook if the state
+has one and log what it raises, then pop the state, clear its side-table
+entry and republish the gauges. What each variant replaces is one call; its
+consequences follow from how the model treats an exception production code
+raises (`Raised`): it propagates to where production catches it. Out of a
+telemetry call it reaches the stage serving the request, which fails the
+request; out of a removal it leaves the removal function, skipping the rest
+of it. Nothing records that a raise happened: the properties judge the
+request's state, the recorders, the gauges, the side table and the answers of
+the calls.
+
+Every observation call ends with an ``observation`` output: the request
+instance that made it, the segment it names, what the receiving request's
+recorder showed when it arrived (the edge's current segment, whether the
+event was already taken there, whether the receiving instance is the one
+that made it), the elapsed time, and the answer: ``recorded``, ``dropped``
+(with the reason: duplicate, bad_elapsed, retired, closed, late,
+not_started, no_edge, no_recorder, stale_instance) or ``raised`` (with the call that
+raised). A segment handle that stores a value emits ``recorded(event,
+elapsed_ms)``. Answers are outputs rather than globals, so that they do not
+multiply the state space.
 
 Bounds: one external id reused once (two instances), one edge, two segments,
 one of the four events, and elapsed values ``12.5``, NaN, ``-1.0`` and
 infinity. Segment keys are tuples that contain the id, which symmetry
 reduction cannot move, so the ids are not symmetric (with one id there is
-nothing to reduce anyway). `RequestLifecycleConfig` selects the behaviour: the
-defaults are the reference the review asks for; each seed 004 finding flips
-one switch.
+nothing to reduce anyway).
+`RequestLifecycleConfig` selects the behaviour: the defaults are the
+reference the review asks for; each seed 004 finding replaces one call.
+
+Mutants that behave like the reference (declared in `EQUIVALENT_MUTANTS`,
+each with its reason): the machines' own (`MACHINE_EQUIVALENTS`: an idle
+edge only sees newer starts; a dead handle's flags are never read); the
+request staying in place on ``cleanup`` or ``abort``, whose instance is
+retired in the same step; the runtime's forward-only rule, which the edge's
+refusal of an older start repeats; and a require whose removal only adds
+steps that change nothing (a start the recorder refuses).
 """
 
 from __future__ import annotations
@@ -59,8 +87,9 @@ from statecore.errors import ActionError
 from statecore.registry import Target
 from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
 
-from .request import RUNNING, TERMINAL, request_machine
+from .request import TERMINAL, request_machine
 from .stream_edge import (
+    MACHINE_EQUIVALENTS,
     edge_machine,
     recorder_machine,
     segment_machine,
@@ -72,6 +101,16 @@ KINDS: tuple[str, ...] = ("client", "duck", "raising")
 # first-write-wins across events, edges and segments on a recorder alone.
 EVENTS: tuple[str, ...] = ("producer_emit",)
 ELAPSED: tuple[float, ...] = (12.5, math.nan, -1.0, math.inf)
+
+RECORDED, DROPPED, RAISED = "recorded", "dropped", "raised"
+
+
+class Raised(Exception):
+    """Production code raised: `call` is the call that raised (``record``, ...)."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(call)
+        self.call = call
 
 
 @dataclass(frozen=True)
@@ -86,19 +125,19 @@ class RequestLifecycleConfig:
     events: tuple[str, ...] = EVENTS
     elapsed: tuple[float, ...] = ELAPSED
     kinds: tuple[str, ...] = KINDS
-    # Omni.abort releases the recorder through the helper canonical cleanup
-    # uses (review point 1); at the PR head it pops request_states directly.
+    # Omni.abort removes the state through the helper canonical cleanup uses
+    # (review point 1); at the PR head, as in 0.30.0, it pops request_states
+    # directly: no release, no side-table clear, no gauge republish.
     abort_releases: bool = True
-    # record() drops a bad elapsed_ms (review point 3); the PR head raises
-    # ValueError on a live handle.
+    # record() drops a bad elapsed_ms (review point 3); the PR head's segment
+    # raises ValueError on a live handle.
     raise_on_invalid: bool = False
-    # The release hook is looked up with getattr, its errors are logged, and
-    # pop + gauges run in an inner finally (bot P1); the PR head calls
-    # req_state.release_stream_edge_metrics() first in the finally.
+    # The release hook is called through release_request_telemetry (getattr,
+    # errors logged) (bot P1); the PR head calls req_state.release_stream_edge_metrics()
+    # itself, first in the finally.
     guarded_release: bool = True
-    # The transport handler records by key and drops late or not-yet-started
-    # segments (review point 2); with the PR's API it calls start_segment(key)
-    # per message, which raises for an older segment.
+    # The transport handler records by key (review point 2); with the PR's API
+    # it calls start_segment(key) per message, which raises for an older segment.
     late_start_raises: bool = False
     # Handles and transport envelopes carry the request instance, so a
     # reused id cannot reach its successor (author's revision 3); otherwise
@@ -131,6 +170,15 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
 
         return run
 
+    def output(tx: Tx, ext: Hashable) -> None:
+        request = tx.handle("request", ext)
+        tx.require(request is not None and tx.fire(request, "output").accepted)
+        # _handle_output_message: the metrics of the message are consumed once,
+        # noted in _consumed_metric_messages[id] (setdefault makes the entry).
+        tx.set("consumed", tx.get("consumed") | {ext})
+        # _process_single_result publishes the gauges while the request is registered.
+        tx.set("gauge", _registered(tx))
+
     def cleanup(tx: Tx, ext: Hashable) -> None:
         request = tx.handle("request", ext)
         tx.require(request is not None and request not in tx.get("cleaned"))
@@ -138,31 +186,19 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         snap = tx.snapshot(request)
         tx.require(snap is not None and snap.state in TERMINAL)
         tx.set("cleaned", tx.get("cleaned") | {request})
-        kind = _kind(tx, request)
-        if not config.guarded_release and kind != "client":
-            # req_state.release_stream_edge_metrics() raises (AttributeError on a
-            # duck-typed state, or the hook's own error): the rest of the
-            # finally - pop and gauge republish - never runs.
-            _crash(tx, request, "cleanup")
-            return
-        _release(tx, request)  # duck: no hook; raising: logged and dropped
-        _pop(tx, request, "cleanup")
-        tx.set("republished", tx.get("republished") | {request})
+        _removal(tx, _drop_request_state, request, "cleanup")
 
     def abort_sync(tx: Tx, ext: Hashable) -> None:
         request = tx.handle("request", ext)
         tx.require(request is not None)
         assert request is not None
-        if config.abort_releases:
-            _release(tx, request)
-        tx.require(_pop(tx, request, "abort"))
+        remove = _drop_request_state if config.abort_releases else _pop
+        tx.require(_removal(tx, remove, request, "abort"))
 
     def open_segment(tx: Tx, ext: Hashable, edge: str, segment: int) -> None:
         request = tx.handle("request", ext)
         tx.require(request is not None)
         assert request is not None
-        snap = tx.snapshot(request)
-        tx.require(snap is not None and snap.state in RUNNING)
         cur = _current(tx, request, edge)
         tx.require(cur is None or segment >= cur[0], "the runtime only moves forward")
         tx.require(_start_segment(tx, request, edge, segment) is not None)
@@ -182,49 +218,36 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         target: Handle | tuple[str, Hashable] = (
             handle if config.isolate_instances else ("segment", handle.key)
         )
-        _observe(tx, request, target, event, elapsed)
+        arrival = _arrival(tx, request, edge, event)
+        try:
+            answer = _observe(tx, request, target, event, elapsed)
+        except Raised as exc:
+            answer = _raised_into(tx, request, exc)
+        _answer(tx, request, segment, arrival, True, elapsed, answer)
 
     def deliver(
         tx: Tx, ext: Hashable, instance: int, edge: str, segment: int, event: str, elapsed: float
     ) -> None:
         observed = Handle("request", ext, instance)
-        tx.require(_kind(tx, observed) is not None, "no such request instance")
-        # A message dropped without a trace is left out (tx.require): it would
-        # only add self-loops to the state graph.
         current = tx.handle("request", ext)  # request_states.get(id)
-        tx.require(current is not None, "a late message after removal: dropped by the lookup")
+        # Envelopes come from registered instances; one whose id is no longer
+        # registered is dropped by the lookup without a trace. Left out
+        # (tx.require): it would only add self-loops to the state graph.
+        tx.require(
+            current is not None and _kind(tx, observed) is not None,
+            "a message after removal (dropped by the lookup), or of no registered instance",
+        )
         assert current is not None
-        if config.isolate_instances and current != observed:
-            _refuse(tx, observed, "stale_instance")
-            return
-        tx.require(_recorder(tx, current) is not None, "no recorder on this state object")
-        if config.late_start_raises:
-            try:
-                handle = _start_segment(tx, current, edge, segment)
-            except ActionError as exc:
-                if not isinstance(exc.__cause__, TransitionError):
-                    raise
-                _refuse(tx, observed, "late")
-                _crash(tx, current, "start_segment")
-                return
-            if handle is None:
-                _refuse(tx, observed, "closed")
-                return
-            _observe(tx, observed, handle, event, elapsed)
-            return
-        edge_handle = _owned(tx, "edge", (ext, edge), current)
-        tx.require(edge_handle is not None, "telemetry never opens an edge")
-        assert edge_handle is not None
-        cur = _current(tx, current, edge)
-        order = segment_order(segment, None if cur is None else cur[0])
-        if not tx.fire(edge_handle, "observe", order=order).accepted:
-            edge_snap = tx.snapshot(edge_handle)
-            closed = edge_snap is not None and edge_snap.state == "closed"
-            tx.require(closed or order == "older", "telemetry never advances segments")
-            _refuse(tx, observed, "closed" if closed else "late")
-            return
-        assert cur is not None
-        _observe(tx, observed, cur[1], event, elapsed)
+        same = current == observed
+        arrival = _arrival(tx, current, edge, event)
+        try:
+            if config.isolate_instances and not same:
+                answer = (DROPPED, "stale_instance")
+            else:
+                answer = _by_key(tx, observed, current, edge, segment, event, elapsed)
+        except Raised as exc:
+            answer = _raised_into(tx, current, exc)
+        _answer(tx, observed, segment, arrival, same, elapsed, answer)
 
     # -- helpers over the transaction -------------------------------------------
 
@@ -268,7 +291,13 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             _own(tx, edge_handle, request)
         cur = _current(tx, request, edge)
         order = segment_order(segment, None if cur is None else cur[0])
-        if not tx.fire(edge_handle, "start_segment", order=order).accepted:
+        try:
+            started = tx.fire(edge_handle, "start_segment", order=order).accepted
+        except ActionError as exc:  # the PR's start_segment raises for an older segment
+            if not isinstance(exc.__cause__, TransitionError):
+                raise
+            raise Raised("start_segment") from exc
+        if not started:
             return None
         if order == "same":
             assert cur is not None
@@ -279,8 +308,47 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         _own(tx, handle, request)
         return handle
 
-    def _release(tx: Tx, request: Handle) -> None:
-        """``release_stream_edge_metrics()``: close the recorder, its edges and segments."""
+    def _route(tx: Tx, request: Handle, edge: str, segment: int) -> tuple[Handle | None, str]:
+        """Where ``record(key, segment, ...)`` writes: the current segment, or why not."""
+        edge_handle = _owned(tx, "edge", (request.key, edge), request)
+        if edge_handle is None:
+            return None, "no_edge"  # telemetry never opens an edge
+        cur = _current(tx, request, edge)
+        order = segment_order(segment, None if cur is None else cur[0])
+        if tx.fire(edge_handle, "observe", order=order).accepted:
+            assert cur is not None
+            return cur[1], ""
+        edge_snap = tx.snapshot(edge_handle)
+        if edge_snap is not None and edge_snap.state == "closed":
+            return None, "closed"
+        return None, "late" if order == "older" else "not_started"
+
+    def _by_key(
+        tx: Tx,
+        observed: Handle,
+        current: Handle,
+        edge: str,
+        segment: int,
+        event: str,
+        elapsed: float,
+    ) -> tuple[str, str]:
+        """The transport handler: the observation of `observed` reaches `current`'s recorder."""
+        if _recorder(tx, current) is None:
+            return DROPPED, "no_recorder"  # getattr(state, "stream_edge_events", None)
+        if config.late_start_raises:
+            handle, why = _start_segment(tx, current, edge, segment), "closed"
+        else:
+            handle, why = _route(tx, current, edge, segment)
+        if handle is None:
+            return DROPPED, why
+        return _observe(tx, observed, handle, event, elapsed)
+
+    def _release_hook(tx: Tx, request: Handle) -> None:
+        """``req_state.release_stream_edge_metrics()``: closes the recorder, or raises."""
+        kind = _kind(tx, request)
+        if kind != "client":
+            # AttributeError on a duck-typed state; the hook's own error on a raising one.
+            raise Raised("release_stream_edge_metrics")
         recorder = _recorder(tx, request)
         if recorder is None or not tx.fire(recorder, "close").accepted:
             return
@@ -293,6 +361,22 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
                 if handle is not None:
                     tx.fire(handle, "close")
 
+    def _release_telemetry(tx: Tx, request: Handle) -> None:
+        """``release_request_telemetry(state)``: the hook if the state has one; errors logged."""
+        try:
+            _release_hook(tx, request)
+        except Raised:
+            pass  # logged; the removal goes on
+
+    def _drop_request_state(tx: Tx, request: Handle, path: str) -> bool:
+        """``drop_request_state``: release, then pop, clear the side table, republish."""
+        release = _release_telemetry if config.guarded_release else _release_hook
+        release(tx, request)
+        popped = _pop(tx, request, path)
+        tx.set("consumed", tx.get("consumed") - {request.key})  # _consumed_metric_messages
+        tx.set("gauge", _registered(tx))  # republished after the pop
+        return popped
+
     def _pop(tx: Tx, request: Handle, path: str) -> bool:
         """``request_states.pop(id)`` on `path`; False if the request cannot take it."""
         if not tx.fire(request, path).accepted:
@@ -301,14 +385,29 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         tx.set("removed", tx.get("removed") | {(request, path)})
         return True
 
-    def _crash(tx: Tx, request: Handle, site: str) -> None:
-        tx.set("crashed", tx.get("crashed") | {(request, site)})
-        if tx.live(request):
-            tx.fire(request, "fail")
+    def _removal(
+        tx: Tx, remove: Callable[[Tx, Handle, str], bool], request: Handle, path: str
+    ) -> bool:
+        """Run a removal; an exception escaping it leaves what ran before it (and happened)."""
+        try:
+            return remove(tx, request, path)
+        except Raised:
+            return True
 
-    def _refuse(tx: Tx, observed: Handle, reason: str) -> None:
-        # An output, not a global: the reason would multiply the state space.
-        tx.emit(out("refused", request=observed, reason=reason))
+    def _registered(tx: Tx) -> int:
+        """How many states request_states holds: what the running/waiting gauges publish."""
+        return sum(1 for x in ids if tx.live(("request", x)))
+
+    def _arrival(tx: Tx, request: Handle, edge: str, event: str) -> tuple[int, bool]:
+        """What `request`'s recorder shows an arriving observation of `event` on `edge`.
+
+        The current segment (-1 if none) and whether `event` is taken there.
+        """
+        cur = _current(tx, request, edge)
+        if cur is None:
+            return -1, False
+        snap = tx.snapshot(cur[1])
+        return cur[0], snap is not None and bool(getattr(snap, event))
 
     def _observe(
         tx: Tx,
@@ -316,15 +415,13 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         target: Handle | tuple[str, Hashable],
         event: str,
         elapsed: float,
-    ) -> None:
-        """``handle.record(event, elapsed)`` for an observation of `observed`."""
+    ) -> tuple[str, str]:
+        """``handle.record(event, elapsed)`` for an observation of `observed`: its answer."""
         snap = tx.snapshot(target)
         try:
             outcome = tx.fire(target, "record", event=event, elapsed_ms=elapsed)
-        except ValueError:  # the PR head validates by raising
-            _refuse(tx, observed, "bad_elapsed")
-            _crash(tx, observed, "record")
-            return
+        except ValueError as exc:  # the PR head validates by raising
+            raise Raised("record") from exc
         if outcome.accepted:
             accepting = target if isinstance(target, Handle) else tx.handle(*target)
             assert accepting is not None
@@ -333,14 +430,42 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
                 tx.set("misattributed", tx.get("misattributed") | {(observed, owner)})
             if not tx.live(owner):
                 tx.set("late_accepts", tx.get("late_accepts") | {owner})
-            return
+            return RECORDED, ""
         if snap is None:
-            reason = "stale_instance"
-        elif snap.state != "live":
-            reason = snap.state  # retired or closed
-        else:
-            reason = "duplicate" if getattr(snap, event) else "bad_elapsed"
-        _refuse(tx, observed, reason)
+            return DROPPED, "stale_instance"
+        if snap.state != "live":
+            return DROPPED, snap.state  # retired or closed
+        return DROPPED, "duplicate" if getattr(snap, event) else "bad_elapsed"
+
+    def _raised_into(tx: Tx, request: Handle, exc: Raised) -> tuple[str, str]:
+        """A telemetry call raised into the stage serving `request`: the request fails."""
+        tx.fire(request, "fail")
+        return RAISED, exc.call
+
+    def _answer(
+        tx: Tx,
+        observed: Handle,
+        segment: int,
+        arrival: tuple[int, bool],
+        same: bool,
+        elapsed: float,
+        answer: tuple[str, str],
+    ) -> None:
+        current, taken = arrival
+        result, reason = answer
+        tx.emit(
+            out(
+                "observation",
+                request=observed,
+                segment=segment,
+                current=current,
+                taken=taken,
+                same=same,
+                elapsed_ms=elapsed,
+                result=result,
+                reason=reason,
+            )
+        )
 
     observation: dict[str, Keys | Sequence[Hashable]] = {
         "ext": ext,
@@ -350,6 +475,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         "event": config.events,
         "elapsed": config.elapsed,
     }
+
     EXT: dict[str, Keys | Sequence[Hashable]] = {"ext": ext}
     return System(
         config.name,
@@ -375,14 +501,14 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             Global("owner", frozenset(), doc="(recorder/edge/segment handle, its request)"),
             Global("removed", frozenset(), doc="(request, removal path)"),
             Global("cleaned", frozenset(), doc="requests canonical cleanup ran for"),
-            Global("republished", frozenset(), doc="cleanups that popped and republished"),
-            Global("crashed", frozenset(), doc="(request, site): telemetry raised into it"),
+            Global("gauge", 0, doc="the request count the gauges last published"),
+            Global("consumed", frozenset(), doc="ids with a _consumed_metric_messages entry"),
             Global("late_accepts", frozenset(), doc="removed requests that still recorded"),
             Global("misattributed", frozenset(), doc="(observed, recording instance)"),
         ],
         actions=[
             Action("register", "client", register, {"ext": ext, "kind": config.kinds}),
-            Action("output", "engine", lifecycle("output"), EXT, internal=True),
+            Action("output", "engine", output, EXT, internal=True),
             Action("finish", "engine", lifecycle("finish"), EXT, internal=True),
             Action("stage_error", "engine", lifecycle("fail"), EXT, internal=True),
             Action("cleanup", "entrypoint", cleanup, EXT, internal=True),
@@ -397,33 +523,65 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             Action("deliver", "orchestrator", deliver, observation),
         ],
         properties=properties(),
+        equivalent_mutants=EQUIVALENT_MUTANTS,
     )
 
+
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    **MACHINE_EQUIVALENTS,
+    "stay client_request.succeeded|failed--cleanup-->removed": "the pop retires the "
+    "request instance in the same step: the state it is left in is never seen",
+    "stay client_request.registered|streaming|failed--abort-->removed": "the pop retires "
+    "the request instance in the same step: the state it is left in is never seen",
+    "skip-require build.<locals>.open_segment: tx.require(cur is None or segment >= "
+    'cur[0], "the runtime only moves forward")': "the edge refuses an older start and the "
+    "next line requires a handle: the rule is stated twice",
+    "skip-require build.<locals>.open_segment: tx.require(_start_segment(tx, request, "
+    "edge, segment) is not None)": "a start the recorder refuses changes nothing, so "
+    "the step it would allow is a self-loop",
+}
+"""Mutants of this model that behave like it, each with the reason (see the module docstring)."""
 
 REQUEST_LIFECYCLE = build()
 
 
 def variant_sync_abort() -> System:
-    """Seed 004 point 1: sync Omni.abort pops request_states without releasing."""
+    """Seed 004 point 1: sync Omni.abort pops request_states directly, as in 0.30.0.
+
+    No release, no side-table clear, no gauge republish: the helper is replaced
+    by the bare pop.
+    """
     return build(RequestLifecycleConfig(name="request_lifecycle_sync_abort", abort_releases=False))
 
 
 def variant_telemetry_raises() -> System:
-    """Seed 004 point 3: record() raises ValueError on a NaN or negative elapsed time."""
+    """Seed 004 point 3: record() raises ValueError on a NaN or negative elapsed time.
+
+    The segment machine is replaced by the PR head's; the raise reaches the
+    producer stage, which fails the request.
+    """
     return build(
         RequestLifecycleConfig(name="request_lifecycle_telemetry_raises", raise_on_invalid=True)
     )
 
 
 def variant_unguarded_release() -> System:
-    """Seed 004 bot P1: cleanup calls a release hook a duck-typed state lacks."""
+    """Seed 004 bot P1: the removal calls a release hook a duck-typed state lacks.
+
+    ``release_request_telemetry`` is replaced by the bare hook call; its
+    AttributeError (or the hook's own error) leaves the removal before the pop.
+    """
     return build(
         RequestLifecycleConfig(name="request_lifecycle_unguarded_release", guarded_release=False)
     )
 
 
 def variant_late_start_raises() -> System:
-    """Seed 004 point 2: a late observation through start_segment(key) raises."""
+    """Seed 004 point 2: a late observation through start_segment(key) raises.
+
+    The transport handler calls the PR's ``start_segment(key)`` per message
+    instead of recording by key; for an older segment it raises into the request.
+    """
     return build(
         RequestLifecycleConfig(name="request_lifecycle_late_start_raises", late_start_raises=True)
     )
@@ -447,8 +605,10 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "request_lifecycle_sync_abort",
         f"{_RL}:variant_sync_abort",
-        "violates:closed_owner_rejects,removal_releases_recorder",
-        doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts",
+        "violates:closed_owner_rejects,removal_releases_recorder,gauges_republished,"
+        "side_tables_cleared",
+        doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts, "
+        "the gauges and the side table keep the request",
         family="request_lifecycle",
     ),
     Target(

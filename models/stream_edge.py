@@ -43,14 +43,23 @@ so a late observation for an older segment raises ``TransitionError``.
 `build` composes one recorder with two edges, two segments and two events
 into a system (target ``stream_edge``): first write wins per (edge, segment,
 event), only the current segment records, a closed recorder records nothing,
-and arriving telemetry never advances a segment. Its variant
-``stream_edge_start_per_message`` routes telemetry through ``start_segment``.
+arriving telemetry never advances a segment, and a valid first observation
+for the current segment is never dropped. Every observation call ends with an
+``observation`` output, its answer (`statecore.spec.stream_edge`). Its
+variant ``stream_edge_start_per_message`` routes telemetry through
+``start_segment``.
+
+Mutants that behave like the reference (`EQUIVALENT_MUTANTS`, each with its
+reason): an idle edge's start guard (it only ever sees newer starts), the
+flags a retired or closed segment forgets (a dead handle refuses every
+record, and nothing else reads them), and the require that the recorder is
+still open on ``close`` (closing is idempotent).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from statecore import Event, Field, Machine, State, Transition, Var, out
@@ -218,7 +227,7 @@ def segment_machine(
         return {p["event"]: True}
 
     def recorded(s: Any, p: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (out("recorded", event=p["event"]),)
+        return (out("recorded", event=p["event"], elapsed_ms=p["elapsed_ms"]),)
 
     def forget(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
         # A dead handle accepts nothing, so its flags no longer matter; the
@@ -291,17 +300,18 @@ def build(
 ) -> System:
     """One recorder with its edges and segments, driven by runtime, producers and transport.
 
-    Actions: ``start_segment`` (the runtime, forward only), ``record``
-    (through a handle the recorder handed out), ``deliver`` (arriving
-    telemetry routed by key) and ``close`` (canonical cleanup). With
-    `start_per_message` the transport handler calls ``start_segment(key)``
-    for each message, as the review supposed the PR's API would be used.
+    Actions: ``start_segment`` (the runtime), ``record`` (a producer, through a
+    handle the runtime handed out), ``deliver`` (arriving telemetry routed by
+    key) and ``close`` (canonical cleanup). With `start_per_message` the
+    transport handler calls ``start_segment(key)`` for each message instead of
+    routing it by key, as the review supposed the PR's API would be used: the
+    variant replaces that one call.
 
     Bounds: two edges, two segments, two of the four events, elapsed times
     12.5 and NaN (the request-lifecycle model also tries negative and
     infinite ones; the symbolic check looks at every float).
     """
-    from statecore.spec.stream_edge import properties
+    from statecore.spec.stream_edge import DROPPED, OBSERVATION, RECORDED, properties
 
     segment_keys = [(e, s) for e in edges for s in range(segments)]
 
@@ -314,6 +324,7 @@ def build(
         return None
 
     def start(tx: Tx, edge: str, segment: int) -> Handle | None:
+        """``start_segment(key, segment)``: a handle, or None (dropped)."""
         edge_handle = tx.handle("edge", edge)
         if edge_handle is None:
             if not tx.fire(("recorder", "it"), "open_edge").accepted:
@@ -330,10 +341,22 @@ def build(
             tx.fire(cur[1], "retire")
         return tx.spawn("segment", (edge, segment))
 
-    def write(tx: Tx, handle: Handle, edge: str, segment: int, event: str, value: float) -> None:
+    def route(tx: Tx, edge: str, segment: int) -> Handle | None:
+        """Where ``record(key, segment, ...)`` writes: the current segment's handle, or None."""
+        edge_handle = tx.handle("edge", edge)
+        if edge_handle is None:
+            return None  # telemetry never opens an edge
+        cur = current(tx, edge)
+        order = segment_order(segment, None if cur is None else cur[0])
+        if not tx.fire(edge_handle, "observe", order=order).accepted:
+            return None  # late, not started yet, or closed
+        assert cur is not None
+        return cur[1]
+
+    def write(tx: Tx, handle: Handle, edge: str, segment: int, event: str, value: float) -> bool:
         outcome = tx.fire(handle, "record", event=event, elapsed_ms=value)
         if not outcome.accepted:
-            return
+            return False
         tx.set("recorded", tx.get("recorded") | {(edge, segment, event)})
         cur = current(tx, edge)
         breaches = set()
@@ -344,35 +367,42 @@ def build(
             breaches.add("closed")
         if breaches:
             tx.set("breaches", tx.get("breaches") | breaches)
+        return True
+
+    def observe(
+        tx: Tx, edge: str, segment: int, event: str, value: float, find: Callable[[], Handle | None]
+    ) -> None:
+        """One observation call: `find` the handle it writes through, write, answer."""
+        cur = current(tx, edge)
+        taken = cur is not None and bool(getattr(tx.snapshot(cur[1]), event))
+        handle = find()
+        recorded = handle is not None and write(tx, handle, edge, segment, event, value)
+        tx.emit(
+            out(
+                OBSERVATION,
+                segment=segment,
+                current=-1 if cur is None else cur[0],
+                taken=taken,
+                same=True,
+                elapsed_ms=value,
+                result=RECORDED if recorded else DROPPED,
+            )
+        )
 
     def start_segment(tx: Tx, edge: str, segment: int) -> None:
-        cur = current(tx, edge)
-        tx.require(cur is None or segment >= cur[0], "the runtime only moves forward")
         tx.require(start(tx, edge, segment) is not None)
+        tx.set("dispatched", tx.get("dispatched") | {(edge, segment)})
 
     def record(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
+        # A producer holds the handles the runtime handed out.
+        tx.require((edge, segment) in tx.get("dispatched"), "no such handle was handed out")
         handle = tx.handle("segment", (edge, segment))
-        tx.require(handle is not None, "no such handle was handed out")
-        assert handle is not None
-        write(tx, handle, edge, segment, event, elapsed)
+        assert handle is not None  # the runtime started it
+        observe(tx, edge, segment, event, elapsed, lambda: handle)
 
     def deliver(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
-        before = current(tx, edge)
-        if start_per_message:
-            handle = start(tx, edge, segment)
-            after = current(tx, edge)
-            if before is not None and after is not None and after[0] > before[0]:
-                tx.set("breaches", tx.get("breaches") | {"advance"})
-            if handle is not None:
-                write(tx, handle, edge, segment, event, elapsed)
-            return
-        edge_handle = tx.handle("edge", edge)
-        if edge_handle is None:
-            return  # telemetry never opens an edge
-        order = segment_order(segment, None if before is None else before[0])
-        if tx.fire(edge_handle, "observe", order=order).accepted:
-            assert before is not None
-            write(tx, before[1], edge, segment, event, elapsed)
+        via = start if start_per_message else route
+        observe(tx, edge, segment, event, elapsed, lambda: via(tx, edge, segment))
 
     def close(tx: Tx) -> None:
         tx.require(tx.fire(("recorder", "it"), "close").accepted)
@@ -399,7 +429,8 @@ def build(
         ],
         globals=[
             Global("recorded", frozenset(), doc="(edge, segment, event) recorded so far"),
-            Global("breaches", frozenset(), doc="fence, closed or advance"),
+            Global("dispatched", frozenset(), doc="(edge, segment) the runtime started"),
+            Global("breaches", frozenset(), doc="fence or closed"),
         ],
         init=_spawn_recorder,
         actions=[
@@ -414,7 +445,25 @@ def build(
             Action("close", "entrypoint", close),
         ],
         properties=properties(),
+        equivalent_mutants=EQUIVALENT_MUTANTS,
     )
+
+
+MACHINE_EQUIVALENTS: dict[str, str] = {
+    "drop-guard stream_edge.first_segment": "an idle edge has no current segment, so "
+    "every start it sees is ordered newer: the guard never refuses",
+    "drop-effect stream_edge_segment.retire": "a retired handle refuses every record "
+    "whatever its flags hold, and nothing else reads them",
+    "drop-effect stream_edge_segment.close": "a closed handle refuses every record "
+    "whatever its flags hold, and nothing else reads them",
+}
+"""Mutants of the shared machines that behave like them, in every system composing them."""
+
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    **MACHINE_EQUIVALENTS,
+    'skip-require build.<locals>.close: tx.require(tx.fire(("recorder", "it"), "close")'
+    ".accepted)": "close is idempotent: closing a closed recorder closes nothing more",
+}
 
 
 def _spawn_recorder(tx: Tx) -> None:

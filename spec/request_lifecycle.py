@@ -9,32 +9,52 @@ globals they read are documented on the system:
                    producer may retain every segment handle handed out
 ``removed``        ``(request, path)``: who popped it, ``cleanup`` or ``abort``
 ``cleaned``        requests canonical cleanup ran for
-``republished``    requests whose cleanup popped them and republished gauges
-``crashed``        ``(request, site)``: a telemetry call raised into the request
+``gauge``          the request count the running/waiting gauges last published
+``consumed``       ids with an entry in the ``_consumed_metric_messages`` side table
 ``late_accepts``   requests whose recorder accepted an event after removal
 ``misattributed``  ``(observed instance, instance that recorded it)``
 
-Why an observation was refused is an output (``refused(request, reason)``),
-not a global, so it does not multiply the state space; the ``sometimes``
-guards below say that each situation a refusal needs is reachable.
+The answer of every observation call is an output (see
+`statecore.spec.stream_edge`): ``observation(request, segment, current,
+taken, same, elapsed_ms, result, reason)`` after the call, and
+``recorded(event, elapsed_ms)`` from a segment handle that stored a value.
+The fail-open properties judge those answers, with the spec's own reading of
+a usable elapsed time (`statecore.spec.stream_edge.usable`); the ``sometimes``
+guards below say that each situation they need is reachable.
 """
 
 from __future__ import annotations
 
-from statecore.spec.stream_edge import ONCE_ONLY, once_only_monitor, route_recorded
+from statecore.spec.stream_edge import (
+    DROPPED,
+    OBSERVATION,
+    ONCE_ONLY,
+    RAISED,
+    breach_monitor,
+    breaches,
+    current_observation_recorded,
+    once_only_monitor,
+    rejected_observation_leaves_no_state,
+    route_recorded,
+    usable,
+)
 
-from statecore.properties import Predicate, Property, always, eventually, monitor, sometimes
-from statecore.system import Handle, StateView
+from statecore.properties import Property, always, eventually, monitor, sometimes
+from statecore.system import Emitted, Handle, StateView
 
 RECORD_FAIL_OPEN = "record_fail_open"
 LATE_FAIL_OPEN = "late_observation_fail_open"
 NO_LEAK = "no_leak_after_cleanup"
 REQUESTS_DRAIN = "requests_drain"
 RELEASES_RECORDER = "removal_releases_recorder"
+RECORDER_OPEN = "recorder_open_while_registered"
+GAUGES = "gauges_republished"
+SIDE_TABLES = "side_tables_cleared"
 CLOSED_OWNER_REJECTS = "closed_owner_rejects"
 REUSE_ISOLATION = "reuse_isolation"
 
 SOURCE = "vllm-omni PR for RFC #6472 (seed 004), review at head 9323594"
+OMNI = "vllm-omni 0.30.0 omni_base.py _log_summary_and_cleanup"
 
 
 def live(v: StateView, handle: Handle) -> bool:
@@ -51,24 +71,51 @@ def kind_of(v: StateView, request: Handle) -> str | None:
     return None
 
 
-def _no_open_orphan(v: StateView) -> bool:
-    """Every open recorder belongs to a request that is still registered."""
-    for handle, request in v.get("owner"):
-        if handle.component != "recorder" or not live(v, handle):
+def registered(v: StateView) -> int:
+    """How many request states ``request_states`` holds."""
+    return sum(1 for _ in v.live("request"))
+
+
+def _open_parts(v: StateView, request: Handle) -> list[Handle]:
+    """The recorder, edges and segments of `request` still able to take something."""
+    found = []
+    for handle, owner in v.get("owner"):
+        if owner != request or not live(v, handle):
             continue
         snap = v.slot(handle.component, handle.key).snapshot
-        if snap is not None and snap.state == "open" and not live(v, request):
-            return False
+        assert snap is not None
+        if snap.state in ("open", "idle", "active", "live"):
+            found.append(handle)
+    return found
+
+
+def _no_open_orphan(v: StateView) -> bool:
+    """No recorder, edge or segment is open for a request that is no longer registered."""
+    requests = {request for _, request in v.get("owner")}
+    return all(live(v, r) or not _open_parts(v, r) for r in requests)
+
+
+def _recorders_open(v: StateView) -> bool:
+    """Every registered request's recorder is open."""
+    for handle, request in v.get("owner"):
+        if handle.component == "recorder" and live(v, request) and live(v, handle):
+            snap = v.slot("recorder", handle.key).snapshot
+            if snap is None or snap.state != "open":
+                return False
     return True
 
 
+def _gauge_current(v: StateView) -> bool:
+    """The published gauge counts no request that has left request_states."""
+    return int(v.get("gauge")) <= registered(v)
+
+
 def _cleanup_total(v: StateView) -> bool:
-    crashed = v.get("crashed")
-    republished = v.get("republished")
-    return all(
-        not live(v, r) and r in republished and (r, "cleanup") not in crashed
-        for r in v.get("cleaned")
-    )
+    return all(not live(v, r) for r in v.get("cleaned"))
+
+
+def _side_tables_clear(v: StateView) -> bool:
+    return all(v.snapshot("request", x) is not None for x in v.get("consumed"))
 
 
 def retained(v: StateView) -> list[tuple[Handle, Handle]]:
@@ -105,11 +152,23 @@ def _retained_states(v: StateView, *, recorded: bool = False) -> set[str]:
     return found
 
 
-def _no_crash_at(site: str) -> Predicate:
-    def pred(v: StateView) -> bool:
-        return all(where != site for _, where in v.get("crashed"))
+def _bad_or_raised_by_record(emitted: Emitted) -> str | None:
+    o = emitted.output
+    if o.name == "recorded" and not usable(o.get("elapsed_ms")):
+        return "an unusable elapsed time was recorded"
+    if o.name == OBSERVATION and o.get("result") == RAISED and o.get("reason") == "record":
+        return "record() raised into the request"
+    return None
 
-    return pred
+
+def _late_not_dropped(emitted: Emitted) -> str | None:
+    o = emitted.output
+    if o.name != OBSERVATION or o.get("result") == DROPPED:
+        return None
+    current, segment = o.get("current"), o.get("segment")
+    if current >= 0 and segment < current:
+        return f"a late observation for an older segment was {o.get('result')}"
+    return None
 
 
 def properties() -> tuple[Property, ...]:
@@ -122,25 +181,34 @@ def properties() -> tuple[Property, ...]:
             route_recorded,
             source=f"{SOURCE}: 'typed, once-only event recording'",
         ),
-        always(
+        monitor(
             RECORD_FAIL_OPEN,
             "record() never raises into a request: a NaN, negative or infinite elapsed time "
-            "is dropped and returns False.",
-            _no_crash_at("record"),
+            "is dropped and returns False, and no such value is ever recorded.",
+            breach_monitor("record_fail_open"),
+            breaches(_bad_or_raised_by_record),
             source=f"{SOURCE}, point 3: 'return False for runtime conditions'; "
             "metrics/stats.py:335,369 swallow telemetry errors",
         ),
-        always(
+        monitor(
             LATE_FAIL_OPEN,
-            "A late observation for an older segment is dropped; it never raises into a request.",
-            _no_crash_at("start_segment"),
+            "A late observation for an older segment is dropped: it is neither recorded nor "
+            "raised into a request.",
+            breach_monitor("late_fail_open"),
+            breaches(_late_not_dropped),
             source=f"{SOURCE}, point 2: start_segment(key) per StageMetricsMessage raises "
             "ValueError for a retired segment (stream_edge.py:113-114)",
         ),
+        current_observation_recorded(
+            f"{SOURCE}, point 3: failing open must not drop a valid observation"
+        ),
+        rejected_observation_leaves_no_state(
+            f"{SOURCE}, point 3: a rejected observation 'returns False' and changes nothing"
+        ),
         always(
             NO_LEAK,
-            "Canonical cleanup pops the request and republishes the gauges even when the state "
-            "object lacks the release hook or the hook raises; it never raises itself.",
+            "Canonical cleanup pops the request even when the state object lacks the release "
+            "hook or the hook raises: nothing it calls can skip the pop.",
             _cleanup_total,
             when=lambda v: bool(v.get("cleaned")),
             source=f"{SOURCE}, bot P1: release_stream_edge_metrics() first in the finally of "
@@ -149,15 +217,38 @@ def properties() -> tuple[Property, ...]:
         eventually(
             REQUESTS_DRAIN,
             "At rest no request state is left in request_states.",
-            lambda v: not any(True for _ in v.live("request")),
+            lambda v: registered(v) == 0,
             source=f"{SOURCE}, bot P1: the request leaks in request_states",
         ),
         always(
             RELEASES_RECORDER,
             "Every removal path (canonical cleanup and sync Omni.abort) closes the request's "
-            "recorder: no open recorder outlives its request.",
+            "recorder, its edges and its segments: none stays open after its request.",
             _no_open_orphan,
             source=f"{SOURCE}, point 1: Omni.abort pops request_states directly (omni.py:222-228)",
+        ),
+        always(
+            RECORDER_OPEN,
+            "A registered request's recorder is open: only the request's removal closes it.",
+            _recorders_open,
+            source=f"{SOURCE}: the recorder is 'owned by ClientRequestState and released by "
+            "canonical cleanup'",
+        ),
+        always(
+            GAUGES,
+            "Every removal path republishes the running/waiting gauges: the published count "
+            "never includes a request that has left request_states.",
+            _gauge_current,
+            source=f"{OMNI}: 'Republish gauges so any stale value ... is corrected after the "
+            "pop'; Omni.abort pops without it",
+        ),
+        always(
+            SIDE_TABLES,
+            "Every removal path clears the request's side-table entries: no "
+            "_consumed_metric_messages entry outlives its request.",
+            _side_tables_clear,
+            source=f"{OMNI}: the finally pops _consumed_metric_messages[request_id]; "
+            "Omni.abort does not",
         ),
         always(
             CLOSED_OWNER_REJECTS,
@@ -211,6 +302,18 @@ def properties() -> tuple[Property, ...]:
             "A producer holds a handle of an older instance while a newer one is registered.",
             _stale_handle_retained,
             source="vacuity guard for reuse_isolation",
+        ),
+        sometimes(
+            "gauge_counts_a_request",
+            "The published gauges count a registered request.",
+            lambda v: int(v.get("gauge")) > 0,
+            source="vacuity guard for gauges_republished",
+        ),
+        sometimes(
+            "side_table_entry",
+            "A request has a _consumed_metric_messages entry.",
+            lambda v: bool(v.get("consumed")),
+            source="vacuity guard for side_tables_cleared",
         ),
         sometimes(
             "sync_abort_with_recorder",

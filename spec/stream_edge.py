@@ -3,29 +3,58 @@
 The recorder alone, with two directed edges, two segments and two events:
 first write wins per (edge, segment, event), and nothing else. The globals
 they read are documented on the system: ``recorded`` (every ``(edge, segment,
-event)`` recorded so far), ``breaches`` (``fence``: a segment that is not its
-edge's current one recorded; ``closed``: something recorded after close;
-``advance``: arriving telemetry moved an edge to a newer segment).
+event)`` recorded so far), ``dispatched`` (every ``(edge, segment)`` the
+runtime started) and ``breaches`` (``fence``: a segment that is not its edge's
+current one recorded; ``closed``: something recorded after close).
 
-`once_only_monitor` and `route_recorded` are shared with the request-lifecycle
-spec: both systems emit ``recorded(event)`` from the segment handle that
-accepted a write.
+Every observation call - ``SegmentHandle.record`` through a handle,
+``StreamEdgeRecorder.record`` by key - ends with one `OBSERVATION` output: the
+segment it names, what the recorder showed when it arrived (the edge's
+current segment, whether its event was already taken there, whether the
+observation came from the instance that received it) and its answer
+(``recorded``, ``dropped`` or, where production code raised, ``raised``). A
+segment handle that stores a value emits ``recorded(event, elapsed_ms)``. The
+monitors below judge those outputs; `once_only_monitor`, `route_recorded`,
+`usable`, `current_observation_recorded` and
+`rejected_observation_leaves_no_state` are shared with the request-lifecycle
+spec.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import math
+from collections.abc import Callable, Hashable, Mapping
+from typing import cast
 
-from statecore import Event, Machine, State, Transition
-from statecore.properties import Predicate, Property, always, monitor, sometimes
+from statecore import Event, Field, Machine, State, Transition
+from statecore.properties import Predicate, Property, Route, always, monitor, sometimes
 from statecore.system import Emitted, StateView
 
 ONCE_ONLY = "once_only_events"
 SEGMENTS_FENCED = "segments_fenced"
 CLOSED_RECORDS_NOTHING = "closed_records_nothing"
 TELEMETRY_NEVER_ADVANCES = "telemetry_never_advances"
+CURRENT_RECORDED = "current_observation_recorded"
+REJECTED_LEAVES_NOTHING = "rejected_observation_leaves_no_state"
+
+OBSERVATION = "observation"
+"""The output an observation call ends with (see the module docstring)."""
+RECORDED, DROPPED, RAISED = "recorded", "dropped", "raised"
+"""The answers of an observation call: True, False, or an exception."""
 
 SOURCE = "vllm-omni PR for RFC #6472 (seed 004)"
+
+
+def usable(elapsed_ms: object) -> bool:
+    """Whether an elapsed time may be stored: a finite, non-negative number.
+
+    The spec's own reading of the review's rule, deliberately not the model's
+    ``valid_elapsed``: a model that stores a NaN, a negative or an infinite
+    value fails here whatever it believes is valid.
+    """
+    if isinstance(elapsed_ms, bool) or not isinstance(elapsed_ms, (int, float)):
+        return False
+    return math.isfinite(elapsed_ms) and elapsed_ms >= 0
 
 
 def once_only_monitor() -> Machine:
@@ -46,11 +75,145 @@ def route_recorded(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object
     return (emitted.source, emitted.output.get("event")), "recorded", {}
 
 
+def breach_monitor(name: str) -> Machine:
+    """A monitor that refuses every output routed to it: its router sends only breaches."""
+    return Machine(
+        name,
+        doc="Refuses every output routed to it; the router routes only breaches, "
+        "keyed by what went wrong.",
+        states=[State("holds", initial=True)],
+        events=[Event("breach", policy="reject", doc="an output that breaks the property")],
+        transitions=[
+            Transition(
+                "holds",
+                "breach",
+                None,
+                guard=lambda s, p: False,
+                guard_label="nothing excuses a breach",
+            )
+        ],
+    )
+
+
+def breaches(judge: Callable[[Emitted], str | None]) -> Route:
+    """A router for `breach_monitor`: ``judge(output)`` names what it breaks, or None."""
+
+    def route(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
+        why = judge(emitted)
+        return None if why is None else (why, "breach", {})
+
+    return route
+
+
+def _due(emitted: Emitted) -> str | None:
+    """A valid first observation for the current segment of its own instance, dropped."""
+    o = emitted.output
+    if o.name != OBSERVATION or o.get("result") == RECORDED:
+        return None
+    due = (
+        o.get("same")
+        and o.get("current") == o.get("segment")
+        and not o.get("taken")
+        and usable(o.get("elapsed_ms"))
+    )
+    if not due:
+        return None
+    return f"a valid first observation of the current segment was {o.get('result')}"
+
+
+def answer_monitor() -> Machine:
+    """One observation call: a stored value comes with a ``recorded`` answer, and only then."""
+    return Machine(
+        "answer_matches_store",
+        doc="Pairs each value a segment stores with the answer of the call that stored it.",
+        states=[
+            State("idle", initial=True, doc="no call is storing"),
+            State("storing", hot=True, doc="a value was stored; the answer must say recorded"),
+        ],
+        events=[
+            Event("stored", policy="reject", doc="a segment handle stored a value"),
+            Event(
+                "answered",
+                [Field("result", (RECORDED, DROPPED, RAISED))],
+                policy="reject",
+                doc="the observation call returned (or raised)",
+            ),
+        ],
+        transitions=[
+            Transition("idle", "stored", "storing"),
+            Transition(
+                "storing",
+                "answered",
+                "idle",
+                guard=lambda s, p: p["result"] == RECORDED,
+                guard_label="recorded",
+            ),
+            Transition(
+                "idle",
+                "answered",
+                None,
+                guard=lambda s, p: p["result"] != RECORDED,
+                guard_label="dropped or raised",
+            ),
+        ],
+    )
+
+
+def route_answers(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
+    """Route stored values and observation answers to one monitor key per system."""
+    if emitted.output.name == "recorded" and emitted.source is not None:
+        return "call", "stored", {}
+    if emitted.output.name == OBSERVATION:
+        return "call", "answered", {"result": emitted.output.get("result")}
+    return None
+
+
+def current_observation_recorded(source: str) -> Property:
+    """Failing open never drops good telemetry (shared with the request-lifecycle spec)."""
+    return monitor(
+        CURRENT_RECORDED,
+        "An observation for its own request instance's current segment, with a usable "
+        "elapsed time and its event not yet recorded there, is recorded.",
+        breach_monitor("current_recorded"),
+        breaches(_due),
+        source=source,
+    )
+
+
+def rejected_observation_leaves_no_state(source: str) -> Property:
+    """An observation's answer is what it left (shared with the request-lifecycle spec)."""
+    return monitor(
+        REJECTED_LEAVES_NOTHING,
+        "A dropped or raising observation stores no value, and a recorded one stores "
+        "exactly one: an observation's answer is what it left behind.",
+        answer_monitor(),
+        route_answers,
+        source=source,
+    )
+
+
 def _no_breach(kind: str) -> Predicate:
     def pred(v: StateView) -> bool:
         return kind not in v.get("breaches")
 
     return pred
+
+
+def _runtime_segments_only(v: StateView) -> bool:
+    """On every edge the runtime started: its segments, and only its latest one live."""
+    dispatched = set(v.get("dispatched"))
+    latest: dict[str, int] = {}
+    for edge, segment in dispatched:
+        latest[edge] = max(latest.get(edge, segment), segment)
+    held = set()
+    for key, slot in v.instances("segment"):
+        edge, segment = cast("tuple[str, int]", key)
+        if edge not in latest or slot.snapshot is None:
+            continue
+        held.add(key)
+        if slot.snapshot.state == "live" and segment != latest[edge]:
+            return False
+    return held == dispatched
 
 
 def _recorded_twice(v: StateView, *, same_edge: bool, same_segment: bool) -> bool:
@@ -90,9 +253,17 @@ def properties() -> tuple[Property, ...]:
         ),
         always(
             TELEMETRY_NEVER_ADVANCES,
-            "Arriving telemetry never advances an edge to a newer segment; only the runtime does.",
-            _no_breach("advance"),
+            "Arriving telemetry never advances an edge to a newer segment: on every edge the "
+            "runtime started, the recorder holds exactly the segments it started, and only "
+            "the latest one is live.",
+            _runtime_segments_only,
             source=f"{SOURCE}, review point 2 and the author's RFC clarification",
+        ),
+        current_observation_recorded(
+            f"{SOURCE}, review point 3: failing open must not drop a valid observation"
+        ),
+        rejected_observation_leaves_no_state(
+            f"{SOURCE}: a rejected observation 'returns False' and changes nothing"
         ),
         sometimes(
             "event_on_two_edges",
@@ -114,6 +285,15 @@ def properties() -> tuple[Property, ...]:
                 for e, s, _ in v.get("recorded")
             ),
             source="vacuity guard: first write wins per event",
+        ),
+        sometimes(
+            "live_handle_handed_out",
+            "A producer holds a live segment handle the runtime handed out.",
+            lambda v: any(
+                (snap := v.snapshot("segment", key)) is not None and snap.state == "live"
+                for key in v.get("dispatched")
+            ),
+            source="vacuity guard: the producers' path through a handle",
         ),
         sometimes(
             "segment_retired",

@@ -103,18 +103,49 @@ def test_reference_holds_without_vacuity_and_takes_every_transition(name: str) -
     assert never == {}
 
 
-def test_reference_refuses_for_every_reason() -> None:
-    # Refusal reasons are outputs (a global would multiply the states): check that
-    # each one is emitted by some step from some reachable state.
-    system = rl.REQUEST_LIFECYCLE
-    reasons = {
-        emitted.output.get("reason")
+def observation_answers(system: System) -> set[tuple[str, str]]:
+    """(result, reason) of every observation answer some step from a reachable state gives."""
+    return {
+        (emitted.output.get("result"), emitted.output.get("reason"))
         for state in reachable(system)
         for successor in system.successors(state)  # type: ignore[arg-type]
         for emitted in successor.outputs
-        if emitted.output.name == "refused"
+        if emitted.output.name == "observation"
     }
-    assert reasons == {"duplicate", "bad_elapsed", "retired", "closed", "late", "stale_instance"}
+
+
+def test_reference_drops_for_every_reason_and_never_raises() -> None:
+    # Answers are outputs (a global would multiply the states): check that each
+    # reason to drop is given by some step from some reachable state.
+    answers = observation_answers(rl.REQUEST_LIFECYCLE)
+    assert answers == {("recorded", "")} | {
+        ("dropped", reason)
+        for reason in (
+            "duplicate",
+            "bad_elapsed",
+            "retired",
+            "closed",
+            "late",
+            "not_started",
+            "no_edge",
+            "no_recorder",
+            "stale_instance",
+        )
+    }
+
+
+def test_every_observation_step_ends_with_one_answer() -> None:
+    system = rl.REQUEST_LIFECYCLE
+    for state in reachable(system):
+        for successor in system.successors(state):  # type: ignore[arg-type]
+            if successor.action.name not in ("record", "deliver"):
+                continue
+            outputs = [e.output.name for e in successor.outputs]
+            assert outputs in (["observation"], ["recorded", "observation"]), outputs
+            answer = successor.outputs[-1].output
+            assert (answer.get("result") == "recorded") == (len(outputs) == 2)
+            if answer.get("result") == "dropped":
+                assert successor.state == state, successor.action  # a drop leaves nothing
 
 
 def test_sync_abort_leaves_a_recorder_that_still_accepts() -> None:
@@ -130,7 +161,24 @@ def test_sync_abort_leaves_a_recorder_that_still_accepts() -> None:
     assert names(labels) == ["register", "open_segment", "abort_sync", "record"]
     assert labels[0].arg("kind") == "client"
     assert labels[-1].arg("instance") == 1
-    assert [e.output.name for e in trace.steps[-1].outputs] == ["recorded"]
+    assert [e.output.name for e in trace.steps[-1].outputs] == ["recorded", "observation"]
+
+
+def test_sync_abort_leaves_the_gauges_and_the_side_table_stale() -> None:
+    # 0.30.0's Omni.abort pops request_states only: the gauge _process_single_result
+    # published and the _consumed_metric_messages entry outlive the request.
+    for prop in ("gauges_republished", "side_tables_cleared"):
+        assert names(actions("request_lifecycle_sync_abort", prop)) == [
+            "register",
+            "output",
+            "abort_sync",
+        ]
+    rep = report("request_lifecycle_sync_abort")
+    trace = rep.result("gauges_republished").trace
+    assert trace is not None
+    last = rep.system.view(trace.steps[-1].state)
+    assert last.snapshot("request", ext0()) is None
+    assert last.get("gauge") == 1 and last.get("consumed") == frozenset({ext0()})
 
 
 def test_telemetry_raise_fails_the_request() -> None:
@@ -142,11 +190,27 @@ def test_telemetry_raise_fails_the_request() -> None:
     rep = report("request_lifecycle_telemetry_raises")
     trace = rep.result("record_fail_open").trace
     assert trace is not None
+    answer = trace.steps[-1].outputs[-1].output
+    assert answer.name == "observation"
+    assert (answer.get("result"), answer.get("reason")) == ("raised", "record")
     last = rep.system.view(trace.steps[-1].state)
-    request = Handle("request", ext0(), 1)
-    assert (request, "record") in last.get("crashed")
     snap = last.snapshot("request", ext0())
-    assert snap is not None and snap.state == "failed"
+    assert snap is not None and snap.state == "failed"  # the stage failed the request
+
+
+def test_a_model_that_keeps_bad_elapsed_times_violates_record_fail_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The property judges the values recorded, with the spec's own reading of a
+    # usable elapsed time, not only that nothing raised.
+    monkeypatch.setattr(se, "valid_elapsed", lambda elapsed_ms: True)
+    rep = explore(rl.build(), stop_on_violation=False)
+    failing = {r.property.id for r in rep.results if r.verdict != HOLDS}
+    assert "record_fail_open" in failing
+    trace = rep.result("record_fail_open").trace
+    assert trace is not None
+    elapsed = trace.actions[-1].arg("elapsed")
+    assert not math.isfinite(elapsed) or elapsed < 0
 
 
 def test_unguarded_release_leaks_a_duck_typed_state() -> None:
@@ -163,7 +227,7 @@ def test_unguarded_release_leaks_a_duck_typed_state() -> None:
     assert trace is not None
     last = rep.system.view(trace.steps[-1].state)
     assert last.snapshot("request", ext0()) is not None  # still in request_states
-    assert not last.get("republished")
+    assert last.get("removed") == frozenset()  # the AttributeError left before the pop
 
 
 def test_late_observation_through_start_segment_raises() -> None:
