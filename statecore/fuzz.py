@@ -651,8 +651,20 @@ def fuzz(
 
 
 def _warm_up(system: System, adapter_factory: Callable[[], Adapter]) -> None:
-    """Build and set up one adapter before the clock starts; refuse what is not one."""
-    warm = adapter_factory()
+    """Build and set up one adapter before the clock starts; refuse what is not one.
+
+    An adapter that cannot even be built and set up is an `AdapterError` (a
+    usage error), not a finding: no step was taken.
+    """
+    try:
+        warm = adapter_factory()
+    except StatecoreError:
+        raise
+    except Exception as exc:
+        raise AdapterError(
+            f"building the adapter raised {type(exc).__name__}: {exc}; fix the adapter or "
+            "its factory"
+        ) from exc
     missing = [
         m for m in ("setup", "apply", "observe", "expect", "teardown") if not hasattr(warm, m)
     ]
@@ -661,8 +673,17 @@ def _warm_up(system: System, adapter_factory: Callable[[], Adapter]) -> None:
             f"the adapter factory returned {type(warm).__name__}, which has no "
             f"{', '.join(missing)}: return a statecore.adapter.Adapter"
         )
-    warm.setup(system)
-    warm.teardown()
+    try:
+        warm.setup(system)
+        warm.teardown()
+    except StatecoreError:
+        raise
+    except Exception as exc:
+        name = getattr(warm, "name", "") or type(warm).__name__
+        raise AdapterError(
+            f"adapter {name}: setting it up for system {system.name!r} raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _check_limits(budget: float | None, max_examples: int | None) -> None:

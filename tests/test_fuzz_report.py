@@ -223,3 +223,16 @@ def test_a_released_baton_unwinds_the_parked_call() -> None:
     baton.release()
     assert seen == ["released"] and not baton.busy
     baton.release()  # nothing parked: nothing to do
+
+
+def test_an_adapter_that_cannot_be_set_up_is_a_usage_error() -> None:
+    from statecore.adapter import AdapterError
+
+    class Broken(OrderStates):
+        def setup(self, system: Any) -> None:
+            raise OSError("no database")
+
+    with pytest.raises(AdapterError, match="setting it up for system 'mini_shop' raised OSError"):
+        fuzz(SHOP, lambda: Broken(SHOP))
+    with pytest.raises(AdapterError, match="returned int"):
+        fuzz(SHOP, lambda: 3)  # type: ignore[arg-type,return-value]
