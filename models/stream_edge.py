@@ -391,11 +391,11 @@ def build(
 
     def start_segment(tx: Tx, edge: str, segment: int) -> None:
         tx.require(start(tx, edge, segment) is not None)
-        tx.set("dispatched", tx.get("dispatched") | {(edge, segment)})
+        tx.set("started", tx.get("started") | {(edge, segment)})
 
     def record(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
         # A producer holds the handles the runtime handed out.
-        tx.require((edge, segment) in tx.get("dispatched"), "no such handle was handed out")
+        tx.require((edge, segment) in tx.get("started"), "no such handle was handed out")
         handle = tx.handle("segment", (edge, segment))
         assert handle is not None  # the runtime started it
         observe(tx, edge, segment, event, elapsed, lambda: handle)
@@ -429,7 +429,7 @@ def build(
         ],
         globals=[
             Global("recorded", frozenset(), doc="(edge, segment, event) recorded so far"),
-            Global("dispatched", frozenset(), doc="(edge, segment) the runtime started"),
+            Global("started", frozenset(), doc="(edge, segment) the runtime started"),
             Global("breaches", frozenset(), doc="fence or closed"),
         ],
         init=_spawn_recorder,

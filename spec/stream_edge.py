@@ -3,7 +3,7 @@
 The recorder alone, with two directed edges, two segments and two events:
 first write wins per (edge, segment, event), and nothing else. The globals
 they read are documented on the system: ``recorded`` (every ``(edge, segment,
-event)`` recorded so far), ``dispatched`` (every ``(edge, segment)`` the
+event)`` recorded so far), ``started`` (every ``(edge, segment)`` the
 runtime started) and ``breaches`` (``fence``: a segment that is not its edge's
 current one recorded; ``closed``: something recorded after close).
 
@@ -201,9 +201,9 @@ def _no_breach(kind: str) -> Predicate:
 
 def _runtime_segments_only(v: StateView) -> bool:
     """On every edge the runtime started: its segments, and only its latest one live."""
-    dispatched = set(v.get("dispatched"))
+    started = set(v.get("started"))
     latest: dict[str, int] = {}
-    for edge, segment in dispatched:
+    for edge, segment in started:
         latest[edge] = max(latest.get(edge, segment), segment)
     held = set()
     for key, slot in v.instances("segment"):
@@ -213,7 +213,7 @@ def _runtime_segments_only(v: StateView) -> bool:
         held.add(key)
         if slot.snapshot.state == "live" and segment != latest[edge]:
             return False
-    return held == dispatched
+    return held == started
 
 
 def _recorded_twice(v: StateView, *, same_edge: bool, same_segment: bool) -> bool:
@@ -291,7 +291,7 @@ def properties() -> tuple[Property, ...]:
             "A producer holds a live segment handle the runtime handed out.",
             lambda v: any(
                 (snap := v.snapshot("segment", key)) is not None and snap.state == "live"
-                for key in v.get("dispatched")
+                for key in v.get("started")
             ),
             source="vacuity guard: the producers' path through a handle",
         ),
