@@ -33,13 +33,15 @@ from statecore.system import Handle, SystemState
 # -- one default ----------------------------------------------------------------------------
 
 
-def test_fuzz_runs_the_profiles_examples_by_default() -> None:
+def test_fuzz_runs_the_profiles_examples_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     assert DEFAULT_MAX_EXAMPLES == PROFILES["ci"]["max_examples"] == 100
     report = fuzz(SHOP, lambda: OrderStates(SHOP))
     assert report.ok and report.examples == 100
     assert report.guided is not None and not report.guided.missed
-    dev = fuzz(SHOP, lambda: OrderStates(SHOP), profile="dev")
-    assert dev.examples == PROFILES["dev"]["max_examples"] == 200
+    asked: list[object] = []
+    monkeypatch.setattr("statecore.fuzz._search", lambda *args: asked.append(args[5]))
+    fuzz(SHOP, lambda: OrderStates(SHOP), profile="dev")
+    assert asked == [PROFILES["dev"]["max_examples"]] == [200]
 
 
 def test_the_cli_and_the_pytest_plugin_leave_the_default_to_fuzz(
