@@ -249,7 +249,10 @@ def execute(page: Path, directory: Path) -> list[tuple[Command, list[str], int]]
     prelude = SETUP.get(page_id(page), lambda _: [])(directory)
     todo = [c for c in commands(page.read_text(encoding="utf-8")) if not exemption(c.text)]
     path = os.pathsep.join(filter(None, [str(directory), os.environ.get("PYTHONPATH")]))
+    # The `statecore` of the environment running the tests, even where it is not activated.
+    bin_path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    env["PATH"] = bin_path
     done = subprocess.run(
         ["bash", "-c", script([f"{c} >/dev/null" for c in prelude] + [c.text for c in todo])],
         cwd=directory,
