@@ -19,9 +19,9 @@ Actors and their actions:
   ``Omni.abort`` on ``GeneratorExit`` or an exception: the second removal
   path);
 * engine (internal) - ``output`` (``_handle_output_message`` consumes the
-  message's metrics once, in the ``_consumed_metric_messages`` side table kept
-  per request id, and ``_process_single_result`` republishes the
-  running/waiting gauges while the request is registered), ``finish``,
+  message's metrics once, noting its id in the state's
+  ``consumed_metric_message_ids``, and ``_process_single_result`` publishes
+  the running/waiting gauges while the request is registered), ``finish``,
   ``stage_error``;
 * entrypoint (internal) - ``cleanup``: ``_log_summary_and_cleanup`` once the
   request is over (AsyncOmni's ``finally``, sync Omni's finished output);
@@ -38,15 +38,19 @@ Actors and their actions:
 In the reference both removal paths go through one helper, as the review
 suggests (``_drop_request_state``; `statecore.models.stream_edge_impl`
 provides it as ``drop_request_state``): call the release hook if the state
-has one and log what it raises, then pop the state, clear its side-table
-entry and republish the gauges. What each variant replaces is one call; its
+has one and log what it raises, then pop the state and republish the gauges
+(``_log_summary_and_cleanup`` republishes them in its ``finally``; 0.30.0's
+``Omni.abort`` does not). What the state object holds per request, such as
+the consumed metric message ids (kept on the state since vLLM-Omni
+#6462/#6561, so that they go with it), leaves with the pop on any path. What
+each variant replaces is one call; its
 consequences follow from how the model treats an exception production code
 raises (`Raised`): it propagates to where production catches it. Out of a
 telemetry call it reaches the stage serving the request, which fails the
 request; out of a removal it leaves the removal function, skipping the rest
 of it. Nothing records that a raise happened: the properties judge the
-request's state, the recorders, the gauges, the side table and the answers of
-the calls.
+request's state, the recorders, the gauges, what is kept per request and the
+answers of the calls.
 
 Every observation call ends with an ``observation`` output: the request
 instance that made it, the segment it names, what the receiving request's
@@ -72,8 +76,9 @@ each with its reason): the machines' own (`MACHINE_EQUIVALENTS`: an idle
 edge only sees newer starts; a dead handle's flags are never read); the
 request staying in place on ``cleanup`` or ``abort``, whose instance is
 retired in the same step; the runtime's forward-only rule, which the edge's
-refusal of an older start repeats; and a require whose removal only adds
-steps that change nothing (a start the recorder refuses).
+refusal of an older start repeats; and requires whose removal only adds
+steps that change nothing (a start the recorder refuses, an engine event the
+request refuses).
 """
 
 from __future__ import annotations
@@ -173,8 +178,8 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
     def output(tx: Tx, ext: Hashable) -> None:
         request = tx.handle("request", ext)
         tx.require(request is not None and tx.fire(request, "output").accepted)
-        # _handle_output_message: the metrics of the message are consumed once,
-        # noted in _consumed_metric_messages[id] (setdefault makes the entry).
+        # _handle_output_message: the message's metrics are consumed once, its id
+        # noted in the state's consumed_metric_message_ids.
         tx.set("consumed", tx.get("consumed") | {ext})
         # _process_single_result publishes the gauges while the request is registered.
         tx.set("gauge", _registered(tx))
@@ -369,11 +374,10 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             pass  # logged; the removal goes on
 
     def _drop_request_state(tx: Tx, request: Handle, path: str) -> bool:
-        """``drop_request_state``: release, then pop, clear the side table, republish."""
+        """``drop_request_state``: release, then pop and republish the gauges."""
         release = _release_telemetry if config.guarded_release else _release_hook
         release(tx, request)
         popped = _pop(tx, request, path)
-        tx.set("consumed", tx.get("consumed") - {request.key})  # _consumed_metric_messages
         tx.set("gauge", _registered(tx))  # republished after the pop
         return popped
 
@@ -382,6 +386,8 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
         if not tx.fire(request, path).accepted:
             return False
         tx.retire(request)
+        # What the state object holds per request goes with it.
+        tx.set("consumed", tx.get("consumed") - {request.key})
         tx.set("removed", tx.get("removed") | {(request, path)})
         return True
 
@@ -502,7 +508,7 @@ def build(config: RequestLifecycleConfig = RequestLifecycleConfig()) -> System:
             Global("removed", frozenset(), doc="(request, removal path)"),
             Global("cleaned", frozenset(), doc="requests canonical cleanup ran for"),
             Global("gauge", 0, doc="the request count the gauges last published"),
-            Global("consumed", frozenset(), doc="ids with a _consumed_metric_messages entry"),
+            Global("consumed", frozenset(), doc="ids whose state holds consumed metric ids"),
             Global("late_accepts", frozenset(), doc="removed requests that still recorded"),
             Global("misattributed", frozenset(), doc="(observed, recording instance)"),
         ],
@@ -539,6 +545,9 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     "skip-require build.<locals>.open_segment: tx.require(_start_segment(tx, request, "
     "edge, segment) is not None)": "a start the recorder refuses changes nothing, so "
     "the step it would allow is a self-loop",
+    "skip-require build.<locals>.lifecycle.<locals>.run: tx.require(request is not None "
+    "and tx.fire(request, event).accepted)": "an engine event the request refuses changes "
+    "nothing: the steps it would allow only stutter",
 }
 """Mutants of this model that behave like it, each with the reason (see the module docstring)."""
 
@@ -548,8 +557,7 @@ REQUEST_LIFECYCLE = build()
 def variant_sync_abort() -> System:
     """Seed 004 point 1: sync Omni.abort pops request_states directly, as in 0.30.0.
 
-    No release, no side-table clear, no gauge republish: the helper is replaced
-    by the bare pop.
+    No release and no gauge republish: the helper is replaced by the bare pop.
     """
     return build(RequestLifecycleConfig(name="request_lifecycle_sync_abort", abort_releases=False))
 
@@ -605,10 +613,9 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "request_lifecycle_sync_abort",
         f"{_RL}:variant_sync_abort",
-        "violates:closed_owner_rejects,removal_releases_recorder,gauges_republished,"
-        "side_tables_cleared",
-        doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts, "
-        "the gauges and the side table keep the request",
+        "violates:closed_owner_rejects,removal_releases_recorder,gauges_republished",
+        doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts "
+        "and the gauges still count the request",
         family="request_lifecycle",
     ),
     Target(

@@ -15,18 +15,18 @@ Two bindings make the reference runtime of RFC #6472
   `StreamEdgeRecorder.close`.
 * `StreamEdgeLifecycleBinding` (target ``request_lifecycle``) drives
   `Entrypoint`: ``OmniBase.request_states`` with the review's fix, where
-  both removal paths go through `drop_request_state` (which also clears the
-  ``_consumed_metric_messages`` side table and republishes the gauges) and an
-  observation arriving by key carries the token of the request instance that
-  made it.
+  both removal paths go through `drop_request_state` (which republishes the
+  gauges) and an observation arriving by key carries the token of the request
+  instance that made it.
 
 After every step both compare what the implementation shows with what the
 model predicts: the result of the call the step made (a handle or none,
 accepted or dropped), every recorded (edge, segment, event) with its elapsed
 time, which segments are current, the state of every handle handed out
 (``live``, ``retired``, ``closed``), whether each recorder is closed and, for
-the lifecycle, which request instance is registered under each id, the ids
-the side table holds an entry for, and the gauge last published.
+the lifecycle, which request instance is registered under each id, which
+registered states hold consumed metric message ids, and the gauge last
+published.
 
 The fuzzer takes only the steps the model enables, so calls the model rules
 out (an older ``start_segment``, a ``start_segment`` after ``close``) are
@@ -245,32 +245,38 @@ class Entrypoint:
     Request instances are numbered per id from 1, as the model's generations
     are: ``instances[(id, n)]`` is the state object the n-th ``register`` of
     the id put into ``request_states``; ``handles`` are every segment handle
-    the runtime obtained, kept as a producer may keep them;
-    ``consumed_metric_messages`` is the side table ``_handle_output_message``
-    fills per id; ``gauges`` every request count published, in order.
+    the runtime obtained, kept as a producer may keep them; ``gauges`` every
+    request count published, in order. Each state object keeps the ids of the
+    metric messages consumed for it (``consumed_metric_message_ids``, as
+    vLLM-Omni 0.30.0's ``ClientRequestState`` does), so they go with it.
     """
 
     events: tuple[str, ...]
     request_states: dict[str, Any] = field(default_factory=dict)
     instances: dict[tuple[str, int], Any] = field(default_factory=dict)
     handles: dict[tuple[str, int, str, int], SegmentHandle] = field(default_factory=dict)
-    consumed_metric_messages: dict[str, set[int]] = field(default_factory=dict)
     gauges: list[int] = field(default_factory=list)
     release_errors: list[str] = field(default_factory=list)
     messages: int = 0
 
     def state_object(self, kind: str) -> Any:
+        consumed: set[int] = set()
         if kind == "duck":
-            return SimpleNamespace(metrics=None)
+            return SimpleNamespace(metrics=None, consumed_metric_message_ids=consumed)
         if kind == "raising":
 
             def release() -> None:
                 raise RuntimeError("release failed")
 
-            return SimpleNamespace(metrics=None, release_stream_edge_metrics=release)
+            return SimpleNamespace(
+                metrics=None,
+                consumed_metric_message_ids=consumed,
+                release_stream_edge_metrics=release,
+            )
         recorder = StreamEdgeRecorder(events=self.events)
         return SimpleNamespace(
             metrics=None,
+            consumed_metric_message_ids=consumed,
             stream_edge_events=recorder,
             release_stream_edge_metrics=recorder.close,
         )
@@ -294,19 +300,14 @@ class Entrypoint:
             self.instances[(rid, self.generation(rid) + 1)] = state
             self.request_states[rid] = state
         elif label.name == "output":
-            # _handle_output_message consumes the message's metrics once per id,
-            # then _process_single_result publishes the gauges.
+            # _handle_output_message consumes the message's metrics once, then
+            # _process_single_result publishes the gauges.
             self.messages += 1
-            self.consumed_metric_messages.setdefault(rid, set()).add(self.messages)
+            self.request_states[rid].consumed_metric_message_ids.add(self.messages)
             self.gauges.append(len(self.request_states))
         elif label.name in ("cleanup", "abort_sync"):
             with _release_errors_kept() as logged:
-                drop_request_state(
-                    self.request_states,
-                    rid,
-                    self.gauges.append,
-                    side_tables=(self.consumed_metric_messages,),
-                )
+                drop_request_state(self.request_states, rid, self.gauges.append)
             self.release_errors.extend(record.getMessage() for record in logged)
         elif label.name == "open_segment":
             recorder = self.request_states[rid].stream_edge_events
@@ -434,7 +435,16 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("recorded", recorded),
             ("recorders", closed),
             ("handles", handles),
-            ("side_table", tuple(sorted(entry.consumed_metric_messages))),
+            (
+                "consumed",
+                tuple(
+                    sorted(
+                        rid
+                        for rid, state in entry.request_states.items()
+                        if state.consumed_metric_message_ids
+                    )
+                ),
+            ),
             ("gauge", entry.gauges[-1] if entry.gauges else 0),
             ("release_errors", len(entry.release_errors)),
         )
@@ -447,7 +457,7 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("recorded", tuple(sorted((*key, value) for key, value in self.values.items()))),
             ("recorders", tuple(sorted((*key, s) for key, s in self.recorder_states.items()))),
             ("handles", tuple(sorted((*key, s) for key, s in self.segment_states.items()))),
-            ("side_table", tuple(sorted(str(x) for x in view.get("consumed")))),
+            ("consumed", tuple(sorted(str(x) for x in view.get("consumed")))),
             ("gauge", view.get("gauge")),
             ("release_errors", self.expected_release_errors),
         )

@@ -26,8 +26,7 @@ It follows the seed 004 review:
   never raises; afterwards every handle and key-based call returns ``False``.
   Use `drop_request_state` on *every* removal path (canonical cleanup and sync
   ``Omni.abort``): it calls the state's release hook if it has one, logs
-  anything it raises, and always pops the state, clears its side-table
-  entries and republishes the gauges.
+  anything it raises, and always pops the state and republishes the gauges.
 * **Reused ids distinguished.** Each recorder has an `instance` token; a
   key-based call must carry the token of the request instance that made the
   observation, so a late message for an old instance is dropped by the new
@@ -48,12 +47,7 @@ Typical use in vLLM-Omni::
     handle = state.stream_edge_events.start_segment(StreamEdgeKey(0, 1))
     handle.record(StreamEdgeEvent.PRODUCER_EMIT, elapsed_ms)  # True or False
     ...
-    drop_request_state(
-        self.request_states,
-        request_id,
-        self._publish_request_gauges,
-        side_tables=(self._consumed_metric_messages,),
-    )
+    drop_request_state(self.request_states, request_id, self._publish_request_gauges)
 """
 
 from __future__ import annotations
@@ -501,15 +495,14 @@ def drop_request_state(
     request_states: MutableMapping[str, Any],
     request_id: str,
     publish_gauges: Callable[[int], None] | None = None,
-    side_tables: Iterable[MutableMapping[str, Any]] = (),
 ) -> Any:
     """Remove `request_id` from `request_states` on any removal path; return its state.
 
     Releases the state's telemetry (`release_request_telemetry`), then - in a
-    ``finally``, so nothing the release does can skip it - pops the state,
-    pops the id from every side table kept per request id (vLLM-Omni's
-    ``_consumed_metric_messages``) and republishes the gauges with the new
-    count. Use it from both ``_log_summary_and_cleanup`` and ``Omni.abort``.
+    ``finally``, so nothing the release does can skip it - pops the state and
+    republishes the gauges with the new count. Use it from both
+    ``_log_summary_and_cleanup`` and ``Omni.abort`` (0.30.0's pops without
+    republishing).
     """
     state = request_states.get(request_id)
     try:
@@ -517,8 +510,6 @@ def drop_request_state(
             release_request_telemetry(state)
     finally:
         request_states.pop(request_id, None)
-        for table in side_tables:
-            table.pop(request_id, None)
         if publish_gauges is not None:
             publish_gauges(len(request_states))
     return state

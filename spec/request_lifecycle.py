@@ -10,7 +10,7 @@ globals they read are documented on the system:
 ``removed``        ``(request, path)``: who popped it, ``cleanup`` or ``abort``
 ``cleaned``        requests canonical cleanup ran for
 ``gauge``          the request count the running/waiting gauges last published
-``consumed``       ids with an entry in the ``_consumed_metric_messages`` side table
+``consumed``       ids whose request state holds consumed metric message ids
 ``late_accepts``   requests whose recorder accepted an event after removal
 ``misattributed``  ``(observed instance, instance that recorded it)``
 
@@ -54,7 +54,7 @@ CLOSED_OWNER_REJECTS = "closed_owner_rejects"
 REUSE_ISOLATION = "reuse_isolation"
 
 SOURCE = "vllm-omni PR for RFC #6472 (seed 004), review at head 9323594"
-OMNI = "vllm-omni 0.30.0 omni_base.py _log_summary_and_cleanup"
+OMNI = "vllm-omni 0.30.0"
 
 
 def live(v: StateView, handle: Handle) -> bool:
@@ -239,16 +239,17 @@ def properties() -> tuple[Property, ...]:
             "Every removal path republishes the running/waiting gauges: the published count "
             "never includes a request that has left request_states.",
             _gauge_current,
-            source=f"{OMNI}: 'Republish gauges so any stale value ... is corrected after the "
-            "pop'; Omni.abort pops without it",
+            source=f"{OMNI} omni_base.py:451-456, _log_summary_and_cleanup: 'Republish gauges "
+            "so any stale value ... is corrected after the pop'; Omni.abort (omni.py:222-228) "
+            "pops without it",
         ),
         always(
             SIDE_TABLES,
-            "Every removal path clears the request's side-table entries: no "
-            "_consumed_metric_messages entry outlives its request.",
+            "Nothing kept per request outlives it on any removal path: the consumed metric "
+            "message ids go with the request state.",
             _side_tables_clear,
-            source=f"{OMNI}: the finally pops _consumed_metric_messages[request_id]; "
-            "Omni.abort does not",
+            source=f"{OMNI} client_request_state.py:48-53: kept on the request state, not in "
+            "a class-level dict, 'so it is released with the state' (#6462, #6561)",
         ),
         always(
             CLOSED_OWNER_REJECTS,
@@ -311,7 +312,7 @@ def properties() -> tuple[Property, ...]:
         ),
         sometimes(
             "side_table_entry",
-            "A request has a _consumed_metric_messages entry.",
+            "A request state holds consumed metric message ids.",
             lambda v: bool(v.get("consumed")),
             source="vacuity guard for side_tables_cleared",
         ),
