@@ -5,8 +5,9 @@ Mirrors vLLM-Omni 0.30.0,
 ("CTA": ``save_async``, the save loop in ``base.py``, ``_send_single_request``
 and ``_send_single_request_for_generation``, ``cleanup_sender``,
 ``finish_requests``, ``record_send_failure``) and
-``vllm_omni/core/sched/omni_scheduler_mixin.py`` (``_log_failed_chunk_sends``
-only logs a send failure, so the consumer waits for its input deadline).
+``vllm_omni/core/sched/omni_scheduler_mixin.py`` ("MIX":
+``_log_failed_chunk_sends`` only logs a send failure, so the consumer waits
+for its input deadline, ``_process_pending_chunk_timeouts``).
 
 It composes three lifecycles per external id:
 
@@ -28,15 +29,25 @@ Actors and their actions:
   sender generation is cancelled but still draining), ``next_segment`` (a
   streaming update opens the next segment: ``_omni_segment_generation += 1``
   and a rebuilt prompt, so confirmed token counts restart), ``abort``
-  (``finish_requests`` -> ``cleanup_sender``), ``finalize_failure`` (the
-  reference's failure path; 0.30.0 has none);
+  (``finish_requests`` -> ``cleanup_sender``), ``collect_failures``
+  (internal: the sweep of recorded send failures each scheduler step; the
+  reference fails each request visibly and runs ``finish_requests`` for it,
+  0.30.0's ``_log_failed_chunk_sends`` only logs);
 * save thread (internal) - ``begin`` (pop the FIFO head; a stale or vetoed
   task is discarded), ``process`` (the processor reads the request's state,
   then returns a payload, returns None or raises), ``put`` (the connector put
   succeeds, returns False or raises; then the post-put bookkeeping, the
   segment-end post-processing and, after a terminal, ``cleanup()``),
   ``finish`` (the task's ``finally``: fence release and deferred reclaim);
-* consumer (internal) - ``receive`` (takes the next put from the connector).
+* consumer stage (internal) - ``receive`` (takes the next put from the
+  connector), ``release`` (its ``finish_requests`` for a request the
+  scheduler failed: the consumer stops waiting), ``deadline`` (its
+  ``_process_pending_chunk_timeouts``: a consumer still waiting for input
+  after ``VLLM_OMNI_INPUT_WAIT_TIMEOUT_S`` is failed).
+
+A send failure thus takes three steps to reach the consumer (recorded by the
+save thread, swept by the scheduler, finished on the consumer stage), and
+the save thread and the consumer run on in between.
 
 Simplifications: a bounded number of non-terminal saves per request
 (`saves`: chunks and segment ends together), of segment ends among them
@@ -48,7 +59,13 @@ counter, native-duplex resume and late saves are the `segment` model's
 business); connector keys are not modelled (each put is tagged with the
 request that produced it); ``num_puts`` and shared-memory cleanup are left
 out; the processor uses one namespace of ``request_payload``; a processor
-that raises does so after it read its state.
+that raises does so after it read its state. The consumer waits for a
+request's input until its terminal; a client abort before the terminal ends
+the request on every stage, so its consumer is not modelled past it. The
+600 s input deadline outlasts every other step: it passes only for a
+consumer whose producer saved its terminal and for which nothing is left to
+run (no task, no unread put, no failure the scheduler or the consumer stage
+has yet to act on).
 
 `ChunkTransferConfig` selects the behaviour: the defaults are the reference
 behaviour statecore's spec asks for; `RELEASED_0_30_0` is vLLM-Omni 0.30.0 as
@@ -102,9 +119,11 @@ class ChunkTransferConfig:
     # record_send_failure, then return without a put), "record" (the review's
     # fix: the request fails visibly and a boundary still sends its marker).
     processor_raise: ProcessorRaise = "record"
-    # A recorded send failure fails the request and releases the consumer; in
-    # 0.30.0 _log_failed_chunk_sends only logs and the consumer parks.
-    failure_releases_consumer: bool = True
+    # The scheduler's sweep of recorded send failures fails each request
+    # visibly (finish_requests on both stages); in 0.30.0
+    # _log_failed_chunk_sends only logs them, so the consumer waits for its
+    # input deadline.
+    fail_on_send_failure: bool = True
     # A request reusing an external id gets its own sender generation and its
     # own watermarks, or is refused visibly while the old generation lives; in
     # 0.30.0 its saves are judged against the old request's watermarks, join
@@ -128,7 +147,7 @@ class ChunkTransferConfig:
 RELEASED_0_30_0 = ChunkTransferConfig(
     name="chunk_transfer_v0_30_0",
     processor_raise="log",
-    failure_releases_consumer=False,
+    fail_on_send_failure=False,
     isolate_reuse=False,
 )
 
@@ -207,17 +226,22 @@ def request_machine(saves: int = 1, segments: int = 1) -> Machine:
     )
 
 
-# A queued task: (sender handle, request handle, kind, segment index). The
-# segment index is a ghost for the properties; the wire carries only
+# A queued task: (sender handle, request handle, kind, segment index, save
+# number). The segment index and the save number (how many saves of the
+# request came before it) are ghosts for the properties; the wire carries only
 # ``finished`` and ``is_segment_finished``.
-Task = tuple[Handle, Handle, str, int]
+Task = tuple[Handle, Handle, str, int, int]
 # The task the save thread runs: (task, phase, detail). Phases: "begun"
 # (parked in the processor callback), "putting" (parked in connector.put;
-# detail "data" or "empty"), "finishing" (the send returned, detail None,
-# or raised, detail "raised"; the finally has not run yet).
+# detail: the payload, see `Put`), "finishing" (the send returned, detail
+# None, or raised, detail "raised"; the finally has not run yet).
 InFlight = tuple[Task, str, Any]
-# What the connector holds and the consumer reads: (request, kind, segment, empty).
-Put = tuple[Handle, str, int, bool]
+# What the connector holds and the consumer reads: (request, kind, segment,
+# payload, save number). Payload: "data" (the processor's), "empty" (a
+# boundary's finish marker, the processor returned None) or "error" (the same
+# empty marker, sent in place of a payload the processor raised on).
+Put = tuple[Handle, str, int, str, int]
+DATA, EMPTY, ERROR = "data", "empty", "error"
 
 
 UNTAKEN_IN_REFERENCE: dict[str, str] = {
@@ -229,6 +253,87 @@ UNTAKEN_IN_REFERENCE: dict[str, str] = {
     "touches the watermarks",
 }
 """Watermark transitions only 0.30.0's reuse and the variants take, and why."""
+
+_UNTAKEN = "a transition the reference never takes (UNTAKEN_IN_REFERENCE)"
+_RETIRED = "the generation is retired in the same step: its last snapshot is never read"
+_GHOST = "a ghost no action reads; only the property it feeds reads it"
+
+EQUIVALENT_MUTANTS: dict[str, str] = {
+    # The scheduler-side request.
+    "drop-effect request.running--terminal-->terminal_saved": "the terminal's count only "
+    "sets requests_num_chunks_sent, which no later save of the reference reads: the request "
+    "saves nothing after its terminal, and a reused id is refused until the generation and "
+    "its watermarks are gone",
+    "drop-effect request.parked--next_segment-->running": "the segment end popped "
+    "requests_num_chunks_sent, so the next segment's saves are admitted whatever count they "
+    "carry, and nothing else reads the count",
+    "skip-require build.<locals>.next_segment: tx.require(request is not None and "
+    'tx.fire(request, "next_segment").accepted)': "the fire is the action's only effect: "
+    "where next_segment is rejected the step changes nothing",
+    "skip-require build.<locals>.abort: tx.require(request is not None and "
+    "_finish_requests(tx, request, isolate=isolate))": "where abort is not accepted the "
+    "request is already aborted: its generation is cancelled, gone or another request's, "
+    "and a second cleanup_sender changes nothing",
+    # The sender generation.
+    "drop-guard sender_generation.open|terminal_pending--begin-->(same)": "one save thread: "
+    "a task begins only after the previous task's finally cleared in_flight, so the guard "
+    "always holds at begin",
+    "drop-guard sender_generation.draining--begin-->(same)": "the pre-put check "
+    "(_sender_generation_is_active) vetoes the same chunk, so nothing more is put; its "
+    "processor running first is what the reference does when the cancel lands while the "
+    "chunk is in the processor",
+    "drop-effect sender_generation.draining--end-->reclaimed": _RETIRED,
+    "drop-effect sender_generation.retiring--end-->reclaimed": _RETIRED,
+    "drop-guard sender_generation.retiring--end-->reclaimed": "a generation retires only "
+    "while in flight, and only its running task's finally fires end: the guard always holds",
+    # The segment watermarks: only the late and replay branches compare them.
+    "drop-emit segment_watermark.open--save(late)-->open": _UNTAKEN,
+    "drop-effect segment_watermark.open--save(replay)-->open": _UNTAKEN,
+    "drop-emit segment_watermark.open--save(replay)-->open": _UNTAKEN,
+    "drop-effect segment_watermark.open--stamp-->(same)": _UNTAKEN,
+    "drop-effect segment_watermark.open--save(admit)-->open": "the watermarks an admitted "
+    "save records are compared only by the late and replay branches, which the reference "
+    "never takes (UNTAKEN_IN_REFERENCE)",
+    "drop-effect segment_watermark.open--save(segment end, advance)-->open": "the watermarks "
+    "a segment end records are compared only by the late and replay branches, which the "
+    "reference never takes (UNTAKEN_IN_REFERENCE)",
+    # The producer state.
+    "drop-effect request_state.open|failed--release-->released": _RETIRED,
+    'skip-fire release_state: tx.fire(state, "release")': _RETIRED,
+    'skip-set release_state: tx.set("made", frozenset(m for m in tx.get("made") if m[0] != '
+    "state))": "a made entry names a state generation: once it is retired no live handle "
+    "equals it (_read_state and request_state_retained compare generations)",
+    'skip-fire _fail: tx.fire(held, "send_failed")': "the reference's request state keeps "
+    "its namespaces on send_failed, and open and failed accept the same events",
+    'skip-fire build.<locals>.put: tx.fire(state, "complete_segment")': "the reference's "
+    "request state keeps request-wide state at a segment end: the transition changes nothing",
+    # Ghosts and outputs only the spec reads.
+    'skip-set build.<locals>.save: tx.set("owed", tx.get("owed") | {(request, before.saved)})': (
+        _GHOST
+    ),
+    'skip-set build.<locals>.receive: tx.set("error_markers", tx.get("error_markers") | '
+    "{request})": _GHOST,
+    'skip-set _fail: tx.set("failures", tx.get("failures") | {request})': _GHOST,
+    'skip-set build.<locals>.save: tx.set("terminals", tx.get("terminals") | {request})': "read "
+    "only by terminal_delivered and by the deadline, which the reference never reaches: "
+    "each terminal it saves is received or its request released",
+    "skip-emit build.<locals>.receive: tx.emit(": "the output feeds only the consumer "
+    "monitors; no action reads it",
+    'skip-emit build.<locals>.release: tx.emit(out("released", request=request))': "the "
+    "output feeds only the segment_order monitor, where at one save per request no read is "
+    "out of order for it to excuse",
+    # Steps that become self-loops.
+    'skip-set build.<locals>.collect_failures: tx.set("send_failures", frozenset())': "the "
+    "undrained set changes nothing else: every later sweep finds its requests already "
+    "failed and finished",
+    'skip-set build.<locals>.release: tx.set("failed", tx.get("failed") - pending)': "every "
+    "later release finds its requests already released, and the monitors ignore a second "
+    "released",
+    'skip-set build.<locals>.put: tx.set("in_flight", (task, "finishing", "raised"))': "a "
+    "raising put becomes a self-loop (the task stays in connector.put): the mutant reaches "
+    "no state the reference does not",
+}
+"""Mutants of the reference that behave like it (``statecore check --adequacy``), and why."""
 
 
 def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
@@ -251,6 +356,8 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         segment_keeps_state=config.segment_keeps_state,
         name="request_state" + ("" if config.segment_keeps_state else "_segment_clears"),
     )
+
+    isolate = config.isolate_reuse
 
     def init(tx: Tx) -> None:
         for key in ext.values:
@@ -280,16 +387,16 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         cancelled = token_state is not None and token_state.state in CANCELLED
         foreign = token is not None and (token, request) not in tx.get("owners")
         if config.isolate_reuse and (cancelled or foreign):
-            _fail(tx, request, config)  # refused visibly: the old generation still lives
+            _fail(tx, request)  # refused visibly: the old generation still lives
             return
-        mark: Hashable = ("watermark", ext)
+        mark: tuple[str, Hashable] = ("watermark", ext)
         if not config.isolate_reuse and _late(tx.snapshot(mark), generation):
             tx.fire(mark, "save", **_save_payload(kind, generation, after.tokens))
             tx.set("lost", tx.get("lost") | {request})  # "Skip late save_async"
             return
         if cancelled:  # "previous sender generation is still draining"
             tx.fire(mark, "stamp", generation=generation)
-            _fail(tx, request, config)
+            _fail(tx, request)
             return
         admission = tx.fire(mark, "save", **_save_payload(kind, generation, after.tokens))
         if admission.outputs[0].name != "admitted":
@@ -301,7 +408,9 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             tx.set("owners", tx.get("owners") | {(token, request)})
         if kind == TERMINAL:
             _fire_sender(tx, token, "save_terminal")
-        tx.set("queue", (*tx.get("queue"), (token, request, kind, before.ends)))
+        else:  # admitted: the consumer is owed this chunk or segment end
+            tx.set("owed", tx.get("owed") | {(request, before.saved)})
+        tx.set("queue", (*tx.get("queue"), (token, request, kind, before.ends, before.saved)))
 
     def save_chunk(tx: Tx, ext: Hashable) -> None:
         save(tx, ext, CHUNK)
@@ -318,16 +427,24 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
 
     def abort(tx: Tx, ext: Hashable) -> None:
         request = tx.handle("request", ext)
-        tx.require(request is not None and tx.fire(request, "abort").accepted)
-        _cleanup_sender(tx, ext)
+        tx.require(request is not None and _finish_requests(tx, request, isolate=isolate))
 
-    def finalize_failure(tx: Tx, ext: Hashable) -> None:
-        # The scheduler-visible failure path: fail the request, then
-        # finish_requests -> cleanup_sender. 0.30.0 has no such path.
-        request = tx.handle("request", ext)
-        tx.require(request is not None and request in tx.get("failures"))
-        tx.require(tx.fire(request, "abort").accepted)
-        _cleanup_sender(tx, ext)
+    def collect_failures(tx: Tx) -> None:
+        # _log_failed_chunk_sends, every scheduler step:
+        # collect_failed_send_request_ids() drains _send_failures.
+        collected = tx.get("send_failures")
+        tx.require(collected)
+        tx.set("send_failures", frozenset())
+        if not config.fail_on_send_failure:
+            return  # 0.30.0: each is logged; the consumer waits for its input deadline
+        already = tx.get("failed") | tx.get("released")
+        for request in sorted(collected - already, key=_generation):
+            # The request fails visibly (its consumer is owed nothing more): the
+            # orchestrator ends it on every stage; on this one, finish_requests,
+            # and the consumer stage is told to finish it too.
+            tx.set("failed", tx.get("failed") | {request})
+            _settle(tx, request)
+            _finish_requests(tx, request, isolate=isolate)
 
     # -- save thread ---------------------------------------------------------------
 
@@ -347,34 +464,34 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         flight = tx.get("in_flight")
         tx.require(flight is not None and flight[1] == "begun")
         task: Task = flight[0]
-        token, request, kind, _ = task
+        token, request, kind, _, number = task
         _read_state(tx, token, request)
-        boundary = kind != CHUNK
-        if outcome == "raise":
-            tx.set("raised", tx.get("raised") | {request})
-            if config.processor_raise != "log":
-                _fail(tx, request, config, state=True)
+        if outcome == "raise" and config.processor_raise != "log":
+            _fail(tx, request, state=True)
             if config.processor_raise == "record_and_skip":
                 _end(tx, task)
                 return
-        if outcome != "payload" and not boundary:
-            _end(tx, task)  # nothing is put, nothing recorded (0.30.0)
+        if outcome != "payload" and kind == CHUNK:
+            if outcome == "none":  # the processor has nothing to send for this chunk
+                tx.set("owed", tx.get("owed") - {(request, number)})
+            _end(tx, task)  # nothing is put (on a raise, 0.30.0 records nothing either)
             return
         snap = tx.snapshot(token)
         if snap is None or (snap.state in CANCELLED and kind != TERMINAL):
             _end(tx, task)  # _sender_generation_is_active fails: no put, no failure
             return
         # A boundary without a payload still sends an empty finish marker.
-        tx.set("in_flight", (task, "putting", "data" if outcome == "payload" else "empty"))
+        payload = DATA if outcome == "payload" else ERROR if outcome == "raise" else EMPTY
+        tx.set("in_flight", (task, "putting", payload))
 
     def put(tx: Tx, outcome: str) -> None:
         # connector.put returns (or raises); then the post-put bookkeeping.
         flight = tx.get("in_flight")
         tx.require(flight is not None and flight[1] == "putting")
         task: Task = flight[0]
-        token, request, kind, segment = task
+        token, request, kind, segment, number = task
         if outcome == "ok":
-            item: Put = (request, kind, segment, flight[2] == "empty")
+            item: Put = (request, kind, segment, flight[2], number)
             tx.set("mailbox", (*tx.get("mailbox"), item))
         if outcome == "raise":  # propagates through the finally to the save loop
             tx.set("in_flight", (task, "finishing", "raised"))
@@ -384,7 +501,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         if snap is None or (snap.state == "retiring" and kind != TERMINAL):
             return  # "Ignoring completed put for retired request"
         if outcome == "false" and config.record_false_put:
-            _fail(tx, request, config, state=True)
+            _fail(tx, request, state=True)
         if kind == SEGMENT_END:  # segment-end post-processing (CTA:902-909)
             state = tx.handle("state", token.key)
             if state is not None:
@@ -401,12 +518,14 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         task: Task = flight[0]
         _end(tx, task)
         if flight[2] == "raised":  # save_loop: record_send_failure(request_id, ...)
-            _fail(tx, task[1], config, state=True)
+            _fail(tx, task[1], state=True)
+
+    # -- consumer stage --------------------------------------------------------------
 
     def receive(tx: Tx) -> None:
         mailbox = tx.get("mailbox")
         tx.require(mailbox)
-        request, kind, segment, empty = mailbox[0]
+        request, kind, segment, payload, number = mailbox[0]
         tx.set("mailbox", mailbox[1:])
         finished = kind == TERMINAL
         tx.emit(
@@ -416,13 +535,37 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
                 finished=finished,
                 segment_finished=kind == SEGMENT_END,
                 segment=segment,
-                empty=empty,
+                empty=payload != DATA,
             )
         )
         if finished:
             tx.set("received", tx.get("received") | {request})
-            if empty:
-                tx.set("received_empty", tx.get("received_empty") | {request})
+        else:
+            tx.set("owed", tx.get("owed") - {(request, number)})
+        if payload == ERROR:
+            tx.set("error_markers", tx.get("error_markers") | {request})
+
+    def release(tx: Tx, ext: Hashable) -> None:
+        # The consumer stage's finish_requests for a request the orchestrator
+        # failed: its consumer stops waiting for input.
+        pending = frozenset(r for r in tx.get("failed") if r.key == ext)
+        tx.require(pending)
+        tx.set("failed", tx.get("failed") - pending)
+        for request in sorted(pending, key=_generation):
+            tx.set("released", tx.get("released") | {request})
+            tx.emit(out("released", request=request))
+
+    def deadline(tx: Tx, ext: Hashable) -> None:
+        # The consumer stage's _process_pending_chunk_timeouts: a request whose
+        # producer saved its terminal and that still waits for input is failed
+        # after VLLM_OMNI_INPUT_WAIT_TIMEOUT_S (600 s). That outlasts every
+        # other step, so it passes only when nothing for the request is left.
+        over = tx.get("received") | tx.get("released") | tx.get("timed_out")
+        starved = frozenset(
+            r for r in tx.get("terminals") - over if r.key == ext and not _in_progress(tx, r)
+        )
+        tx.require(starved)
+        tx.set("timed_out", tx.get("timed_out") | starved)
 
     ext_param = {"ext": ext}
     return System(
@@ -447,16 +590,32 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             Component("state", producer_state, ext, max_generations=config.generations),
         ],
         globals=[
-            Global("queue", (), doc="_pending_save_reqs: FIFO of (token, request, kind, segment)"),
+            Global(
+                "queue",
+                (),
+                doc="_pending_save_reqs: FIFO of (token, request, kind, segment, save number)",
+            ),
             Global("in_flight", None, doc="the task the save thread is running"),
             Global("mailbox", (), doc="puts the connector holds for the consumer"),
+            Global("send_failures", frozenset(), doc="_send_failures: not yet collected"),
+            Global(
+                "failed",
+                frozenset(),
+                doc="requests the scheduler failed visibly, not yet finished on the consumer stage",
+            ),
             Global("received", frozenset(), doc="requests whose consumer got finished=True"),
-            Global("failures", frozenset(), doc="requests with a recorded send failure"),
-            Global("released", frozenset(), doc="requests failed visibly (consumer released)"),
-            Global("raised", frozenset(), doc="requests whose processor raised"),
+            Global("released", frozenset(), doc="requests whose consumer stage finished them"),
+            Global("timed_out", frozenset(), doc="requests whose consumer's deadline passed"),
             Global("terminals", frozenset(), doc="requests whose terminal the scheduler saved"),
-            Global("received_empty", frozenset(), doc="requests ended by an empty marker"),
             Global("owners", frozenset(), doc="(sender generation, request that opened it)"),
+            Global("failures", frozenset(), doc="ghost: requests with a recorded send failure"),
+            Global("owed", frozenset(), doc="ghost: (request, save number) the consumer is owed"),
+            Global(
+                "error_markers",
+                frozenset(),
+                doc="ghost: requests whose consumer read a marker sent in place of a payload "
+                "the processor raised on",
+            ),
             Global("lost", frozenset(), doc="requests a save of which was skipped silently"),
             Global("made", frozenset(), doc="(state generation, request whose processor made it)"),
             Global("crossed", False, doc="ghost: a processor read another request's state"),
@@ -476,6 +635,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             ),
             Action("save_terminal", "scheduler", save_terminal, ext_param),
             Action("abort", "scheduler", abort, ext_param),
+            Action("collect_failures", "scheduler", collect_failures, internal=True),
             Action("begin", "save_thread", begin, internal=True),
             Action(
                 "process",
@@ -487,17 +647,11 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             Action("put", "save_thread", put, {"outcome": config.put_outcomes}, internal=True),
             Action("finish", "save_thread", finish, internal=True),
             Action("receive", "consumer", receive, internal=True),
-            *(
-                [
-                    Action(
-                        "finalize_failure", "scheduler", finalize_failure, ext_param, internal=True
-                    )
-                ]
-                if config.failure_releases_consumer
-                else []
-            ),
+            Action("release", "consumer", release, ext_param, internal=True),
+            Action("deadline", "consumer", deadline, ext_param, internal=True),
         ],
         properties=properties(config.segments, reuse=config.generations > 1),
+        equivalent_mutants=EQUIVALENT_MUTANTS,
     )
 
 
@@ -526,15 +680,54 @@ def _read_state(tx: Tx, token: Handle, request: Handle) -> None:
         tx.set("crossed", True)  # another request's processor made it
 
 
-def _fail(tx: Tx, request: Handle, config: ChunkTransferConfig, *, state: bool = False) -> None:
+def _fail(tx: Tx, request: Handle, *, state: bool = False) -> None:
     """``record_send_failure``; `state`: the request's own send failed (not a refusal)."""
     tx.set("failures", tx.get("failures") | {request})
-    if config.failure_releases_consumer and request not in tx.get("released"):
-        tx.set("released", tx.get("released") | {request})
-        tx.emit(out("released", request=request))
+    tx.set("send_failures", tx.get("send_failures") | {request})
     held = tx.handle("state", request.key)
     if state and held is not None:
         tx.fire(held, "send_failed")
+
+
+def _finish_requests(tx: Tx, request: Handle, *, isolate: bool) -> bool:
+    """``finish_requests`` on the producer stage; whether it ended `request`.
+
+    The request ends (unless it is over, or a new request took its id), the
+    chunks it still has queued are owed to nobody (the cancelled generation
+    discards them), and ``cleanup_sender`` runs for its external id. With
+    `isolate` (the reference), a generation another request opened is left
+    alone: one request's finish never cancels another's chunks.
+    """
+    ended = tx.fire(request, "abort").accepted
+    if ended:
+        _settle(tx, request)
+    token = tx.handle("sender", request.key)
+    if isolate and token is not None and (token, request) not in tx.get("owners"):
+        return ended
+    if ended or token is not None:
+        _cleanup_sender(tx, request.key)
+    return ended
+
+
+def _settle(tx: Tx, request: Handle) -> None:
+    """`request` owes its consumer no chunk any more: it failed or was finished."""
+    tx.set("owed", frozenset(o for o in tx.get("owed") if o[0] != request))
+
+
+def _in_progress(tx: Tx, request: Handle) -> bool:
+    """Whether something for `request` is left to run: a task, a put, a failure to act on."""
+    flight = tx.get("in_flight")
+    return (
+        any(task[1] == request for task in tx.get("queue"))
+        or (flight is not None and flight[0][1] == request)
+        or any(item[0] == request for item in tx.get("mailbox"))
+        or request in tx.get("send_failures")
+        or request in tx.get("failed")
+    )
+
+
+def _generation(handle: Handle) -> int:
+    return handle.generation
 
 
 def _end(tx: Tx, task: Task) -> None:
@@ -595,7 +788,7 @@ def variant_seed000_p1() -> System:
         ChunkTransferConfig(
             name="chunk_transfer_seed000_p1",
             processor_raise="record_and_skip",
-            failure_releases_consumer=False,
+            fail_on_send_failure=False,
         )
     )
 
@@ -636,16 +829,16 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_0_30_0",
         f"{_CT}:released_0_30_0",
-        "violates:failure_releases_consumer,no_current_save_dropped,no_sender_leak,"
-        "processor_failure_visible,reuse_isolation,terminal_delivered",
+        "violates:chunk_delivered,failure_releases_consumer,no_current_save_dropped,"
+        "no_sender_leak,processor_failure_visible,reuse_isolation,terminal_delivered",
         doc="vLLM-Omni 0.30.0 as released (see docs/findings.md)",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_0_30_0_segments",
         f"{_CT}:released_0_30_0_segments",
-        "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
-        "segment_order,terminal_delivered",
+        "violates:chunk_delivered,failure_releases_consumer,no_sender_leak,"
+        "processor_failure_visible,segment_order,terminal_delivered",
         doc="vLLM-Omni 0.30.0 with a chunk and a segment end per request: a failed "
         "segment-end put lets the next segment's chunks run into the old segment",
         family="chunk_transfer",
@@ -661,22 +854,21 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_4855",
         f"{_CT}:variant_4855",
-        "violates:no_sender_leak,terminal_delivered",
+        "violates:chunk_delivered,no_sender_leak,terminal_delivered",
         doc="vllm-omni #4855: a connector put that returns False is not recorded",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_seed000_p1",
         f"{_CT}:variant_seed000_p1",
-        "violates:failure_releases_consumer,no_sender_leak,processor_failure_visible,"
-        "terminal_delivered",
+        "violates:chunk_delivered,failure_releases_consumer,no_sender_leak,terminal_delivered",
         doc="seed 000 P1: a processor exception skips the empty terminal; failure only logged",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_reuse_joins",
         f"{_CT}:variant_reuse_joins",
-        "violates:no_current_save_dropped,no_sender_leak,reuse_isolation,terminal_delivered",
+        "violates:chunk_delivered,no_current_save_dropped,reuse_isolation,terminal_delivered",
         doc="0.30.0: a reused external id joins the old sender generation, its watermarks "
         "and its request_payload",
         family="chunk_transfer",

@@ -26,12 +26,20 @@ How the real adapter is driven:
   ``is_finished = request.is_finished() and not request.resumable``, CTA:409);
   ``abort`` is the scheduler's ``finish_requests(..., FINISHED_ABORTED)``
   (CTA:1577-1641), which calls ``cleanup_sender(external id)``.
-* The consumer is a FIFO over the fake connector's successful puts.
+* The scheduler's sweep of send failures (the model's ``collect_failures``)
+  is the real ``OmniSchedulerMixin._log_failed_chunk_sends`` (MIX:482-521),
+  run on a stand-in scheduler that holds the adapter and the live requests:
+  it drains ``_send_failures`` and only logs.
+* The consumer is a FIFO over the fake connector's successful puts; the
+  consumer stage's ``finish_requests`` and its input deadline (the model's
+  ``release`` and ``deadline``) happen on the next stage, outside the
+  adapter, so they change nothing here.
 
 What is compared after every step (`observe` against `expect`): the
 connector's unread puts as (internal id, ``meta.finished``,
 ``meta.is_segment_finished``, empty payload), the internal ids with a
-recorded send failure (``_send_failures``, peeked, not drained), every held
+recorded send failure the scheduler has not collected yet
+(``_send_failures``, peeked, not drained), every held
 sender generation (``_sender_tokens``: external id, which token object it
 is, ``cancelled``, ``terminal_pending``, ``in_flight``), the save queue
 (internal id, token, ``is_finished``, ``is_segment_finished``), where the
@@ -72,26 +80,35 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, AdapterSpec, Baton
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .chunk_transfer import CHUNK, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
+from .chunk_transfer import CHUNK, DATA, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
 
 CTA_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.chunk_transfer_adapter"
 BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
+MIXIN_MODULE = "vllm_omni.core.sched.omni_scheduler_mixin"
 CONNECTOR_BASE_MODULE = "vllm_omni.distributed.omni_connectors.connectors.base"
 STAGE_ID = 0
 
 KNOWN_0_30_0: Mapping[str, str] = {
+    "chunk_delivered": (
+        "a processor exception on a non-terminal chunk is only logged: nothing is put and no "
+        "failure is recorded (CTA:801-806), so the consumer never gets that chunk and the "
+        "request goes on as if it had been sent"
+    ),
     "processor_failure_visible": (
-        "a processor exception on a terminal is only logged; the terminal still goes out as "
-        "an empty payload with finished=True (CTA:801-809), which the seed 000 contract forbids"
+        "a processor exception on a segment end or terminal is only logged; the boundary "
+        "still goes out as an empty marker (CTA:801-809), which the consumer reads as a "
+        "normal one and the seed 000 contract forbids"
     ),
     "terminal_delivered": (
-        "a failed terminal put (False or raising) is only recorded; "
-        "_log_failed_chunk_sends only logs (omni_scheduler_mixin.py:491-497), so the "
-        "consumer parks until VLLM_OMNI_INPUT_WAIT_TIMEOUT_S"
+        "a terminal that never goes out leaves the consumer to VLLM_OMNI_INPUT_WAIT_TIMEOUT_S: "
+        "a failed terminal put (False or raising) is only recorded and "
+        "_log_failed_chunk_sends only logs it (omni_scheduler_mixin.py:482-521), and a reused "
+        "id's terminal is skipped as late while the old generation drains (CTA:412-430)"
     ),
     "failure_releases_consumer": (
         "recorded send failures are only logged by the scheduler, never turned into a "
-        "request failure (omni_scheduler_mixin.py:482-521)"
+        "request failure (omni_scheduler_mixin.py:482-521): the consumer is left to its "
+        "input deadline"
     ),
     "no_current_save_dropped": (
         "a request that reuses an external id after a failed terminal is judged against "
@@ -129,6 +146,7 @@ class RealClasses:
     """The vLLM-Omni / vLLM classes the binding uses (imported lazily, cached)."""
 
     adapter: type[Any]  # OmniChunkTransferAdapter (the real class; patch it for mutants)
+    log_failed_chunk_sends: Callable[[Any], None]  # OmniSchedulerMixin._log_failed_chunk_sends
     harnessed: type[Any]  # its subclass whose create_connector returns our connector
     connector: type[Any]  # FakeConnector(OmniConnectorBase)
     payload: type[Any]  # OmniPayloadStruct
@@ -152,7 +170,7 @@ def real_classes(*, quiet: bool = True) -> RealClasses:
         if _REAL is None:
             _REAL = _import_real()
         if quiet:  # setLevel clears every logger's cache: only when needed
-            for name in (CTA_MODULE, BASE_MODULE):
+            for name in (CTA_MODULE, BASE_MODULE, MIXIN_MODULE):
                 logger = logging.getLogger(name)
                 if logger.level != logging.CRITICAL:
                     logger.setLevel(logging.CRITICAL)
@@ -169,6 +187,7 @@ def _import_real() -> RealClasses:
         request_status = importlib.import_module("vllm.v1.request").RequestStatus
         payload = importlib.import_module("vllm_omni.data_entry_keys").OmniPayloadStruct
         omni_request = importlib.import_module("vllm_omni.request").OmniRequest
+        mixin = importlib.import_module(MIXIN_MODULE).OmniSchedulerMixin
     except ImportError as exc:
         raise AdapterError(
             f"the vllm-omni adapter needs vllm-omni 0.30.0 and vllm ({exc}); install them with: "
@@ -248,8 +267,8 @@ def _import_real() -> RealClasses:
             self.closed = True
 
     return RealClasses(
-        real_adapter, Harnessed, FakeConnector, payload, omni_request, sampling_params,
-        request_status,
+        real_adapter, mixin._log_failed_chunk_sends, Harnessed, FakeConnector, payload,
+        omni_request, sampling_params, request_status,
     )  # fmt: skip
 
 
@@ -468,7 +487,20 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.adapter.finish_requests([request.request_id], status, {request.request_id: request})
         request.status = status
 
-    _do_finalize_failure = _do_abort  # the reference config's visible-failure path
+    def _do_collect_failures(self, step: SystemStep) -> None:
+        # The scheduler's sweep, MIX._log_failed_chunk_sends, on a stand-in
+        # scheduler: it drains _send_failures and logs each one.
+        scheduler = SimpleNamespace(
+            chunk_transfer_adapter=self.adapter,
+            requests={r.request_id: r for r in self.requests.values() if not r.is_finished()},
+        )
+        self.classes.log_failed_chunk_sends(scheduler)
+
+    def _do_release(self, step: SystemStep, ext: Hashable) -> None:
+        pass  # the consumer stage's finish_requests: the next stage, not this adapter
+
+    def _do_deadline(self, step: SystemStep, ext: Hashable) -> None:
+        pass  # the consumer stage's input deadline: the next stage, not this adapter
 
     def _do_begin(self, step: SystemStep) -> None:
         self._expect_parked(None)
@@ -584,11 +616,11 @@ class OmniChunkTransferAdapterBinding(Adapter):
         )
         queue = tuple(
             (internal_id(request), token.generation, *KIND_FLAGS[kind])
-            for token, request, kind, _ in view.get("queue")
+            for token, request, kind, _, _ in view.get("queue")
         )
         unread = tuple(
-            (internal_id(request), *KIND_FLAGS[kind], empty)
-            for request, kind, _, empty in view.get("mailbox")
+            (internal_id(request), *KIND_FLAGS[kind], payload != DATA)
+            for request, kind, _, payload, _ in view.get("mailbox")
         )
         watermarks = tuple(
             sorted(
@@ -606,7 +638,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         flight = view.get("in_flight")
         return (
             ("unread", unread),
-            ("failures", frozenset(internal_id(r) for r in view.get("failures"))),
+            ("failures", frozenset(internal_id(r) for r in view.get("send_failures"))),
             ("senders", senders),
             ("queue", queue),
             ("parked", PARKED_AT[None if flight is None else flight[1]]),

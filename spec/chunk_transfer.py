@@ -3,19 +3,31 @@
 Each property names the review finding or code comment it comes from. The
 globals they read are documented on the system: ``terminals`` (requests whose
 terminal the scheduler saved), ``received`` (whose consumer got
-``finished=True``), ``received_empty`` (ended by an empty marker),
-``failures`` (recorded send failures), ``released`` (failed visibly: the
-consumer was released), ``raised`` (the processor raised), ``lost`` (a save
-``save_async`` skipped silently), ``made`` (producer state and the request
-whose processor made it), ``crossed`` (a processor read another request's
-state). Segment order and the silent-drop rule are shared with
-`statecore.spec.segment`; the retained-state rule with
-`statecore.spec.request_state`.
+``finished=True``), ``failures`` (recorded send failures), ``released``
+(failed visibly: the consumer stage finished the request), ``owed`` (admitted
+chunks and segment ends the consumer has not read, that the processor did not
+withhold, of a request that neither failed nor was finished), ``error_markers`` (whose
+consumer read a marker sent in place of a payload the processor raised on),
+``lost`` (a save ``save_async`` skipped silently), ``made`` (producer state
+and the request whose processor made it), ``crossed`` (a processor read
+another request's state).
+
+Failing a request is three steps, none atomic with the others: the save
+thread records the failure, the scheduler's sweep fails the request and runs
+``finish_requests`` on the producer stage, and the consumer stage runs its
+own ``finish_requests``. A consumer nothing releases meets its input
+deadline, a step of its own, so the failure properties are judged at rest.
+
+Segment order and the silent-drop rule are shared with
+`statecore.spec.segment` (segment order judged at rest here: a consumer may
+misread before a failure reaches it, as long as one does); the
+retained-state rule with `statecore.spec.request_state`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 from statecore import Event, Machine, State, Transition
 from statecore.properties import Property, always, eventually, monitor, sometimes
@@ -26,6 +38,9 @@ from .segment import NO_CURRENT_SAVE_DROPPED, SEGMENT_ORDER, segment_stream_moni
 
 TERMINAL_DELIVERED = "terminal_delivered"
 NOTHING_AFTER_TERMINAL = "nothing_after_terminal"
+CHUNK_DELIVERED = "chunk_delivered"
+SAVES_SENT_ONCE = "saves_sent_once"
+FAILED_REQUEST_FINISHED = "failed_request_finished"
 PROCESSOR_FAILURE_VISIBLE = "processor_failure_visible"
 FAILURE_RELEASES_CONSUMER = "failure_releases_consumer"
 NO_SENDER_LEAK = "no_sender_leak"
@@ -39,8 +54,31 @@ def _terminal_delivered(v: StateView) -> bool:
     return bool(v.get("terminals") <= settled)
 
 
-def _no_empty_terminal_after_raise(v: StateView) -> bool:
-    return not (v.get("raised") & v.get("received_empty")) - v.get("released")
+def _saves_sent_once(v: StateView) -> bool:
+    """No save has two copies in the queue, the save thread (before its put) and the connector."""
+    copies = [(t[1], t[2], t[4]) for t in v.get("queue")]
+    flight = v.get("in_flight")
+    if flight is not None and flight[1] != "finishing":
+        task = flight[0]
+        copies.append((task[1], task[2], task[4]))
+    copies += [(item[0], item[1], item[4]) for item in v.get("mailbox")]
+    return len(copies) == len(set(copies))
+
+
+def _failed_requests_finished(v: StateView) -> bool:
+    for request in v.get("failed") | v.get("released"):
+        slot = v.slot("request", request.key)
+        if slot.generation == request.generation and slot.snapshot.state != "aborted":
+            return False
+    return True
+
+
+def _chunks_delivered(v: StateView) -> bool:
+    return not v.get("owed")
+
+
+def _error_markers_visible(v: StateView) -> bool:
+    return bool(v.get("error_markers") <= v.get("released"))
 
 
 def _failures_release(v: StateView) -> bool:
@@ -62,10 +100,57 @@ def _state_retained(v: StateView) -> bool:
     """Every producer state a processor made is still there while its generation lives."""
     for handle, _request in v.get("made"):
         slot = v.slot("state", handle.key)
-        live = slot.generation == handle.generation and slot.snapshot is not None
-        if live and not slot.snapshot.ns0:
+        held = slot.snapshot if slot.generation == handle.generation else None
+        if held is not None and not held.ns0:
             return False
     return True
+
+
+def _segment_order_monitor(segments: int) -> Machine:
+    """`segment_stream_monitor` judged at rest: a misread must end in a visible failure.
+
+    A failure takes steps to reach the consumer (recorded, swept by the
+    scheduler, then the consumer stage's finish_requests), and the save thread
+    may put the next segment's chunk in between. A read out of order takes the
+    monitor to the hot ``misread`` state, which only ``released`` leaves: at
+    rest, a consumer that misread and was never released is a violation.
+    """
+    strict = segment_stream_monitor(segments, abortable=True)
+    reads = ("chunk", "segment_end", "request_end")
+    out_of_order = [
+        Transition(
+            "streaming",
+            t.event,
+            "misread",
+            guard=_negated(t.guard),
+            guard_label=f"not {t.guard_label}",
+        )
+        for t in strict.transitions
+        if t.source == ("streaming",) and t.event in reads and t.guard is not None
+    ]
+    return Machine(
+        "segment_stream_at_rest",
+        doc=strict.doc + " A read out of order owes a visible failure.",
+        states=[
+            *strict.states,
+            State("misread", hot=True, doc="read out of order; its request must fail visibly"),
+        ],
+        variables=strict.variables,
+        events=strict.events,
+        transitions=[
+            *strict.transitions,
+            *out_of_order,
+            Transition("misread", "released", "failed"),
+            *(Transition("misread", event, None) for event in reads),
+        ],
+    )
+
+
+def _negated(guard: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def negated(s: Any, p: Any) -> bool:
+        return not guard(s, p)
+
+    return negated
 
 
 def _consumer_monitor() -> Machine:
@@ -131,8 +216,8 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             SEGMENT_ORDER,
             "A consumer reads each segment's chunks, then its end, segments in order, then "
             "the request end, and nothing after it; an abort may cut the segments short, "
-            "and a request that failed visibly is no longer judged.",
-            segment_stream_monitor(segments, abortable=True),
+            "and a consumer that misreads them has its request fail visibly.",
+            _segment_order_monitor(segments),
             _route_segments,
             source="meta.is_segment_finished vs meta.finished (CTA:409); request-global "
             "connector keys (put_req_chunk)",
@@ -143,6 +228,14 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             lambda v: not v.get("lost"),
             source="save_async 'Skip late save_async' (CTA:421-429) and the token watermark "
             "(CTA:452-463) record no failure",
+        ),
+        always(
+            SAVES_SENT_ONCE,
+            "Each admitted save is queued, run and put once: no two copies of it are in the "
+            "save queue, the save thread and the connector at a time.",
+            _saves_sent_once,
+            source="save_loop pops each task before it runs it (BASE:119-132); "
+            "requests_num_chunks_sent keeps a preempted step from being queued twice",
         ),
         always(
             REUSE_ISOLATION,
@@ -159,18 +252,35 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             when=lambda v: bool(v.get("made")),
             source="seed 000 PR: 'segment completion retains request-wide state'",
         ),
-        always(
+        eventually(
+            CHUNK_DELIVERED,
+            "Every chunk and segment end save_async admitted reaches the consumer, or the "
+            "request fails visibly (unless the processor had nothing to send, or "
+            "finish_requests cancelled the request).",
+            _chunks_delivered,
+            source="_send_single_request_for_generation: a processor exception on a "
+            "non-terminal chunk is logged, nothing is put, no failure is recorded (0.30.0)",
+        ),
+        eventually(
             PROCESSOR_FAILURE_VISIBLE,
-            "A processor exception never silently becomes an empty terminal.",
-            _no_empty_terminal_after_raise,
-            when=lambda v: bool(v.get("raised")),
+            "A marker sent in place of a payload the processor raised on (an empty segment "
+            "end or terminal) never passes for a normal one: that request fails visibly.",
+            _error_markers_visible,
             source="seed 000 (RFC #6453): processor exceptions enter the failure path",
         ),
         always(
+            FAILED_REQUEST_FINISHED,
+            "A request the scheduler failed visibly is finished on the producer stage: it is "
+            "never scheduled again.",
+            _failed_requests_finished,
+            source="omni_scheduler_mixin.py:934-936: finish_requests skips a request that "
+            "already reports is_finished(); the failure path must still end it",
+        ),
+        eventually(
             FAILURE_RELEASES_CONSUMER,
-            "A recorded send failure fails the request visibly and releases its consumer.",
+            "A recorded send failure fails the request visibly: the consumer stage finishes "
+            "it, and its consumer is not left to its input deadline.",
             _failures_release,
-            when=lambda v: bool(v.get("failures")),
             source="omni_scheduler_mixin._log_failed_chunk_sends only logs (0.30.0)",
         ),
         eventually(
@@ -202,6 +312,12 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             ]
             if reuse
             else []
+        ),
+        sometimes(
+            "next_segment_opened",
+            "A streaming update reopens a request after its segment end.",
+            lambda v: any(s.state == "running" and s.ends for _, s in v.live("request")),
+            source="vacuity guard for segment_order past the first segment",
         ),
         sometimes(
             "segment_completed_with_state",

@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from model_checks import assert_story, names, report_of
@@ -30,6 +32,7 @@ from statecore.registry import Target
 from statecore.system import System
 
 BY_NAME: dict[str, Target] = {t.name: t for t in ct.TARGETS}
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings.md"
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -84,7 +87,65 @@ def test_the_composition_is_made_of_the_bundled_machines() -> None:
 
 def test_6670_cleanup_discards_the_queued_terminal() -> None:
     report = report_of(BY_NAME["chunk_transfer_6670"])
-    assert_story(report, "terminal_delivered", 4, ["save_terminal", "abort", "begin"])
+    story = ["save_terminal", "abort", "begin", "deadline"]
+    assert_story(report, "terminal_delivered", 5, story)
+
+
+def test_0_30_0_drops_a_chunk_the_processor_raised_on() -> None:
+    # The processor raises on a normal chunk: logged, nothing put, no failure
+    # recorded. Nothing is left to run, and the chunk never reaches the consumer.
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    result = report.result("chunk_delivered")
+    assert result.trace is not None
+    assert [str(a) for a in result.trace.actions] == [
+        "new_request(ext=ext0)",
+        "save_chunk(ext=ext0)",
+        "begin()",
+        "process(outcome='raise')",
+    ]
+    view = ct.released_0_30_0().view(result.trace.steps[-1].state)
+    assert not view.get("failures") and not view.get("mailbox") and view.get("owed")
+
+
+def test_0_30_0_sends_a_marker_for_the_task_whose_processor_raised() -> None:
+    # processor_failure_visible is judged per task: the marker the consumer
+    # reads is the one sent for the task that raised, and nothing fails it.
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    result = report.result("processor_failure_visible")
+    assert result.trace is not None
+    actions = [str(a) for a in result.trace.actions]
+    raised = actions.index("process(outcome='raise')")
+    assert actions[raised + 1] == "put(outcome='ok')" and actions[-1] == "receive()"
+    assert actions[1] in ("save_segment_end(ext=ext0)", "save_terminal(ext=ext0)")
+    assert actions.count("begin()") == 1  # one task: the one that raised
+
+
+def test_0_30_0_only_logs_a_send_failure() -> None:
+    # The scheduler's sweep drains the failure and logs it; nothing fails the
+    # request, and at rest its consumer was never released.
+    report = report_of(BY_NAME["chunk_transfer_0_30_0"])
+    story = ["save_chunk", "put", "collect_failures"]
+    assert_story(report, "failure_releases_consumer", 7, story)
+
+
+def test_a_scheduler_that_only_logs_failures_fails_the_failure_properties() -> None:
+    # The reference with one thing replaced: the sweep of recorded send
+    # failures only logs them (no finish_requests on either stage).
+    report = explore(
+        ct.build(ct.ChunkTransferConfig(fail_on_send_failure=False)), stop_on_violation=False
+    )
+    failing = {r.property.id for r in report.results if r.verdict != HOLDS}
+    assert {
+        "failure_releases_consumer",
+        "processor_failure_visible",
+        "terminal_delivered",
+        "chunk_delivered",
+        "no_sender_leak",
+    } <= failing
+    result = report.result("terminal_delivered")
+    assert result.trace is not None
+    story = names(result.trace)
+    assert story[-1] == "deadline" and "collect_failures" in story
 
 
 def test_0_30_0_reused_id_is_judged_against_the_old_token_watermark() -> None:
@@ -139,11 +200,43 @@ def test_a_segment_that_clears_request_payload_loses_request_wide_state() -> Non
 
 
 def test_seed_000_p1_processor_exception_skips_the_terminal() -> None:
+    # The exception is recorded and no terminal is put; the scheduler only
+    # logs the failure, so the consumer waits until its input deadline.
     report = report_of(BY_NAME["chunk_transfer_seed000_p1"])
     result = report.result("terminal_delivered")
     assert result.trace is not None
-    assert [str(a) for a in result.trace.actions][-1] == "process(outcome='raise')"
-    assert names(result.trace) == ["new_request", "save_terminal", "begin", "process"]
+    assert [str(a) for a in result.trace.actions][3] == "process(outcome='raise')"
+    assert names(result.trace) == [
+        "new_request",
+        "save_terminal",
+        "begin",
+        "process",
+        "collect_failures",
+        "deadline",
+    ]
+
+
+# -- docs/findings.md --------------------------------------------------------------
+
+
+def shortest_lines(name: str) -> list[str]:
+    """``<property> <length> [<actions>]`` per violated property, as findings.md prints them."""
+    lines = []
+    for result in report_of(BY_NAME[name]).violations():
+        assert result.trace is not None
+        actions = [str(a) for a in result.trace.actions]
+        lines.append(f"{result.property.id} {len(actions)} {actions}")
+    return lines
+
+
+def test_findings_show_the_shortest_traces() -> None:
+    # The page's first trace block is what its Python block prints for
+    # chunk_transfer_0_30_0; the second, the segment boundary's own finding.
+    blocks = re.findall(r"^```text\n(.*?)^```", FINDINGS.read_text(encoding="utf-8"), re.M | re.S)
+    shown = [block.strip().splitlines() for block in blocks]
+    assert shown[0] == shortest_lines("chunk_transfer_0_30_0")
+    segments = shortest_lines("chunk_transfer_0_30_0_segments")
+    assert shown[1] == [line for line in segments if line.startswith("segment_order ")]
 
 
 # -- coverage explained by design ------------------------------------------------------

@@ -5,12 +5,14 @@ skipped without it. Importing vLLM-Omni takes 15-50 s, once for the module.
 
 (a) directed scenarios: the facts the chunk-transfer issue states, run on the
     real adapter and on the model in lockstep (observe == expect after every
-    step), with the facts asserted on what the real adapter did; plus two
-    0.30.0 behaviours below the model's abstraction (connector keys, the
-    token watermark), asserted on the real adapter alone;
+    step), with the facts asserted on what the real adapter did and, where
+    the scenario ends at rest, the 0.30.0 findings judged on the model's
+    state; plus a 0.30.0 behaviour below the model's abstraction (connector
+    keys), asserted on the real adapter alone;
 (b) fuzzing: no conformance mismatch and no unknown finding, the known ones
-    reported as known, and a strict xfail that turns red the day vLLM-Omni
-    stops turning a processor exception into an empty terminal;
+    reported as known, and strict xfails that turn red the day vLLM-Omni
+    stops dropping a chunk the processor raised on, or stops turning a
+    processor exception into an empty marker;
 (c) mutation check: bugs vLLM-Omni really had, patched back into the real
     class, are each found within a CI-sized budget.
 """
@@ -38,6 +40,7 @@ from statecore.models.vllm_omni_adapter import (
 
 from statecore.adapter import Adapter
 from statecore.fuzz import PROFILES, Finding, fuzz, state_machine
+from statecore.properties import Property
 from statecore.registry import load_path
 from statecore.system import ActionLabel, Handle, Keys, System, SystemState
 
@@ -48,6 +51,7 @@ MODEL = fuzz_system_0_30_0()
 EXT0, EXT1 = Keys("ext", 2).values
 R1 = "ext0-r1"  # internal id of ext0's first request
 R2 = "ext0-r2"
+CHUNK_DELIVERED = "chunk_delivered"
 PROCESSOR_FAILURE_VISIBLE = "processor_failure_visible"
 FUZZ_EXAMPLES = 300
 MUTANT_EXAMPLES = 300
@@ -94,6 +98,17 @@ class Lockstep:
         failures: dict[str, str] = self.binding.adapter.collect_failed_send_request_ids()
         return failures
 
+    def at_rest(self) -> bool:
+        """Whether the model is quiescent: no internal action is left to take."""
+        enabled = self.system.actions_in(self.state)
+        return not any(self.system.action(label.name).internal for label in enabled)
+
+    def holds(self, property_id: str) -> bool:
+        """Whether the model's state satisfies the property `property_id` (not a monitor)."""
+        prop: Property = next(p for p in self.system.properties if p.id == property_id)
+        assert prop.predicate is not None
+        return prop.predicate(self.system.view(self.state))
+
     def close(self) -> None:
         self.binding.teardown()
 
@@ -108,14 +123,21 @@ def run() -> Iterator[Lockstep]:
 # -- (a) directed scenarios ----------------------------------------------------------
 
 
-def test_processor_raising_on_a_normal_chunk_sends_nothing_and_records_nothing(
-    run: Lockstep,
-) -> None:
+def test_a_processor_exception_on_a_chunk_drops_it_silently(run: Lockstep) -> None:
+    # The known chunk_delivered: the processor raises on a normal chunk; the
+    # exception is logged, nothing is put and no failure is recorded, so
+    # nothing will ever fail the request. At rest the chunk is lost.
     run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("begin")
     run.do("process", outcome="raise")
     assert run.sent == []
     assert run.seen["failures"] == frozenset()
-    assert run.seen["senders"] == (("ext0", 1, False, False, False),)  # state kept, idle
+    assert run.seen["senders"] == (("ext0", 1, False, False, False),)  # the request goes on
+    assert run.at_rest() and not run.holds(CHUNK_DELIVERED)
+    # The request then ends normally: its consumer gets finished=True, one chunk short.
+    run.do("save_terminal", ext=EXT0).do("begin").do("process", outcome="payload")
+    run.do("put", outcome="ok").do("finish").do("receive")
+    assert run.sent == [("ext0_0_0", R1, True, False, False)]
+    assert run.at_rest() and not run.holds(CHUNK_DELIVERED)
     assert run.failures() == {}
 
 
@@ -125,8 +147,9 @@ def test_processor_raising_on_a_terminal_sends_an_empty_finished_marker(run: Loc
     assert run.sent == [("ext0_0_0", R1, True, False, True)]  # empty payload, finished=True
     assert run.failures() == {}
     assert run.seen["senders"] == ()  # a successful terminal reclaims the sender state
-    run.do("receive")
-    assert run.model("received_empty") == run.model("raised")  # what seed 000 forbids
+    run.do("receive")  # the consumer reads the marker as a normal end of stream
+    assert run.model("error_markers") == {Handle("request", EXT0, 1)}
+    assert run.at_rest() and not run.holds(PROCESSOR_FAILURE_VISIBLE)  # what seed 000 forbids
 
 
 def test_cleanup_with_a_chunk_and_a_terminal_queued_delivers_only_the_terminal(
@@ -181,6 +204,27 @@ def test_a_failed_terminal_without_cleanup_keeps_the_sender_state(run: Lockstep)
     assert run.seen["senders"] == (("ext0", 1, False, False, False),)
     failures = run.failures()
     assert set(failures) == {R1} and failures[R1].startswith("ConnectionError: ")
+
+
+def test_a_send_failure_is_only_logged_and_the_consumer_meets_its_deadline(
+    run: Lockstep,
+) -> None:
+    # The known failure_releases_consumer and terminal_delivered: the
+    # scheduler's sweep (the real _log_failed_chunk_sends) drains the failure
+    # and logs it; nothing fails the request, nothing finishes it on the next
+    # stage, and its consumer waits until the input deadline.
+    run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
+    run.do("begin").do("process", outcome="payload").do("put", outcome="false").do("finish")
+    assert run.seen["failures"] == frozenset({R1})
+    run.do("collect_failures")
+    assert run.seen["failures"] == frozenset()  # drained, and only logged
+    assert run.seen["senders"] == (("ext0", 1, False, False, False),)  # still held
+    assert not run.at_rest()  # the consumer still waits: its deadline is the next step
+    run.do("deadline", ext=EXT0)
+    assert run.model("timed_out") == {Handle("request", EXT0, 1)}
+    assert run.at_rest()
+    for prop in ("terminal_delivered", "failure_releases_consumer", "no_sender_leak"):
+        assert not run.holds(prop), prop
 
 
 def test_a_reused_id_joins_the_old_generation_and_is_discarded_after_its_terminal(
@@ -340,18 +384,19 @@ def test_fuzzing_finds_no_mismatch_and_only_known_findings() -> None:
     assert never == [], f"model transitions never taken: {never}"
 
 
-@pytest.mark.xfail(strict=True, raises=Finding, reason="vLLM-Omni 0.30.0 violates seed 000")
-def test_processor_exception_on_a_terminal_becomes_an_empty_terminal() -> None:
+@pytest.mark.parametrize("property_id", [CHUNK_DELIVERED, PROCESSOR_FAILURE_VISIBLE])
+@pytest.mark.xfail(strict=True, raises=Finding, reason="a known vLLM-Omni 0.30.0 finding")
+def test_a_known_finding_is_still_found_on_its_own(property_id: str) -> None:
     # Every other known finding stays known, so the one raised is this property;
-    # the day vLLM-Omni fails the request instead, the search finds nothing (or a
-    # conformance mismatch) and this test turns red. No shrinking: it costs
-    # minutes here and the first trace is enough to know the property.
-    known = {k: v for k, v in KNOWN_0_30_0.items() if k != PROCESSOR_FAILURE_VISIBLE}
+    # the day vLLM-Omni fixes it, the search finds nothing (or a conformance
+    # mismatch) and this test turns red. No shrinking: it costs minutes here and
+    # the first trace is enough to know the property.
+    known = {k: v for k, v in KNOWN_0_30_0.items() if k != property_id}
     finding, examples, _ = first_finding(
         MODEL, OmniChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0, known=known
     )
-    assert finding is not None, f"no longer violates {PROCESSOR_FAILURE_VISIBLE} ({examples} ex.)"
-    assert finding.property_id == PROCESSOR_FAILURE_VISIBLE, str(finding)
+    assert finding is not None, f"no longer violates {property_id} ({examples} ex.)"
+    assert finding.property_id == property_id, str(finding)
     raise finding
 
 
