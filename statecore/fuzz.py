@@ -1,85 +1,91 @@
 """Fuzzing an implementation against a `System`: model-chosen paths, then Hypothesis.
 
-The *interpreter* (`state_machine`) advances the model and an adapter in
-lockstep. Every step is taken by the model (the pure `System.next_step`) and
-by the adapter on the real implementation; after it the interpreter checks
-
-* conformance - `Adapter.observe()` equals `Adapter.expect(view)`;
-* the ``always`` properties and the trace monitors;
-
-and at the end of an example it drains the internal actions (the save thread
-finishes its queue, the consumer reads what was put) and judges the
-``eventually`` properties and hot monitor states at the quiescent state
-reached.
-
-`fuzz` runs three phases, each reported apart (`FuzzReport`):
+`fuzz` drives the interpreter (`statecore.interpreter.state_machine`: the
+model and an adapter in lockstep, conformance and properties checked after
+every step) through three phases, each reported apart (`FuzzReport`):
 
 1. *guided* - the model chooses the paths (`statecore.guided`): the shortest
    path to every transition of every component, to every state of each
-   machine and to every property's interesting states, each run as is and
-   one action longer, shortest first. It does not depend on the seed: a
-   conformance bug one step away from any of those is found on every run.
+   machine (and of a reused key) and to every property's interesting
+   states, each run as is and one action longer, shortest first. It does not
+   depend on the seed: a conformance bug one step away from any of those is
+   found on every run.
 2. *search* - Hypothesis' stateful search: each step draws one of the
    action kinds the model enables, then one of its enabled argument
    combinations. *Swarm testing* (each example disables a random subset of
    the action labels) and *steering* (``hypothesis.target`` rewards examples
    that take transitions no earlier example took) help it along.
-3. *shrink* - a finding is replayed with steps deleted (`minimise`, ddmin
-   and then every contiguous block) until no deletion still shows a finding
-   of the same kind and property.
+3. *shrink* - the first finding is replayed with steps deleted
+   (`statecore.shrink.minimise`: ddmin, then every contiguous block) until
+   no deletion still shows a finding of the same kind and property.
 
-Violations of properties the adapter declares *known* are recorded but do
-not fail a run.
+Every entry point - `fuzz`, ``statecore fuzz``, the pytest plugin's
+`fuzz_test` - runs the same default: the guided phase, then the profile's
+``max_examples``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings, target
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
-from hypothesis.control import currently_in_test_context
-from hypothesis.errors import Flaky, StopTest
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.errors import Flaky
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from .adapter import Adapter, AdapterError, AppliedStep
-from .errors import ActionError, StatecoreError
+from .adapter import Adapter, AdapterError
+from .errors import StatecoreError
 from .guided import DEFAULT_MAX_STATES, GOAL_KINDS, Goal, Planner
-from .properties import (
-    EMPTY_MONITOR,
-    MonitorState,
-    MonitorViolation,
-    Property,
-    advance_monitor,
-    pending_hot,
+from .interpreter import (
+    CONFORMANCE,
+    CRASH,
+    DRAIN_LIMIT,
+    GUIDED,
+    IMPLEMENTATION_KINDS,
+    LIVELOCK,
+    PROGRESS_INTERVAL,
+    SEARCH,
+    SHRINK,
+    Finding,
+    FuzzProgress,
+    Progress,
+    _Stats,
+    describe_mismatch,
+    run_steps,
+    state_machine,
 )
+from .shrink import MINIMISE_REPLAYS, minimise, replay_with_adapter
 from .stepcache import SuccessorCache
 from .system import ActionLabel, System, SystemState, SystemStep
-from .trace import Trace, TraceStep
+from .trace import Trace
 
-CONFORMANCE = "conformance"
-CRASH = "crash"
-LIVELOCK = "livelock"
-IMPLEMENTATION_KINDS = frozenset({CONFORMANCE, CRASH, LIVELOCK})
-"""Finding kinds only an implementation shows: their traces replay through an adapter."""
-
-DRAIN_LIMIT = 500
-
-GUIDED = "guided"
-SEARCH = "search"
-SHRINK = "shrink"
+__all__ = [
+    "CONFORMANCE",
+    "CRASH",
+    "DEFAULT_MAX_EXAMPLES",
+    "DEFAULT_PROFILE",
+    "DRAIN_LIMIT",
+    "IMPLEMENTATION_KINDS",
+    "LIVELOCK",
+    "MINIMISE_REPLAYS",
+    "PROFILES",
+    "PROGRESS_INTERVAL",
+    "Finding",
+    "FuzzInterrupted",
+    "FuzzProgress",
+    "FuzzReport",
+    "GuidedReport",
+    "Progress",
+    "describe_mismatch",
+    "fuzz",
+    "minimise",
+    "replay_with_adapter",
+    "state_machine",
+]
 
 PROFILES: dict[str, dict[str, Any]] = {
     "ci": {"max_examples": 100, "stateful_step_count": 30},
@@ -90,348 +96,6 @@ pytest plugin) runs the profile's ``max_examples`` unless given a number or a bu
 
 DEFAULT_PROFILE = "ci"
 DEFAULT_MAX_EXAMPLES: int = PROFILES[DEFAULT_PROFILE]["max_examples"]
-
-MINIMISE_REPLAYS = 2000
-"""At most this many replays when `minimise` deletes steps from a finding."""
-
-PROGRESS_INTERVAL = 0.5
-"""Seconds between two calls of `fuzz`'s progress callback, at most."""
-
-
-class Finding(AssertionError):
-    """A property violation, a conformance mismatch or a crash, with its trace.
-
-    `minimal` is True once `minimise` proved no step or block of steps can
-    go, False when it ran out of replays first, None before it ran.
-    """
-
-    def __init__(self, kind: str, property_id: str, detail: str, trace: Trace) -> None:
-        self.kind = kind
-        self.property_id = property_id
-        self.detail = detail
-        self.trace = trace
-        self.minimal: bool | None = None
-        super().__init__(f"{property_id}: {detail}")
-
-
-@dataclass(frozen=True)
-class FuzzProgress:
-    """How a run is going, handed to `fuzz`'s `progress` callback.
-
-    `examples` counts search examples only; `paths` the guided paths run,
-    `replays` the shrinking replays, `steps` every step of all three.
-    """
-
-    phase: str
-    seconds: float
-    paths: int
-    examples: int
-    replays: int
-    steps: int
-    transitions: tuple[int, int]  # (taken, total) over all phases
-    goals: tuple[int, int]  # (met, total) by the guided phase
-    findings: int  # 1 once a finding turned up (it is being shrunk)
-    known: int  # known findings seen
-
-    @property
-    def steps_per_second(self) -> float:
-        """Steps per second since the run started."""
-        return self.steps / self.seconds if self.seconds > 0 else 0.0
-
-
-Progress = Callable[[FuzzProgress], None]
-
-
-@dataclass
-class _Stats:
-    """What all examples of one run saw, per phase: counts, coverage, known findings."""
-
-    phase: str = SEARCH
-    examples: Counter[str] = field(default_factory=Counter)
-    steps: Counter[str] = field(default_factory=Counter)
-    taken: dict[str, Counter[tuple[str, str]]] = field(
-        default_factory=lambda: {GUIDED: Counter(), SEARCH: Counter(), SHRINK: Counter()}
-    )
-    known: dict[str, Trace] = field(default_factory=dict)
-    discarded: int = 0  # search examples Hypothesis cut short and did not count
-    adapter: str = ""
-    reasons: dict[str, str] = field(default_factory=dict)
-    started: float = field(default_factory=time.perf_counter)
-    found_after: float | None = None
-    found_in: str = ""
-    transitions: int = 0
-    goals: tuple[int, int] = (0, 0)
-    progress: Progress | None = None
-    interval: float = PROGRESS_INTERVAL
-    last: float = 0.0
-
-    def found(self) -> None:
-        """Note the first finding of the run (searching ends there; shrinking starts)."""
-        if self.found_after is None and self.phase in (GUIDED, SEARCH):
-            self.found_after = time.perf_counter() - self.started
-            self.found_in = self.phase
-            if self.phase == SEARCH:  # Hypothesis re-runs the failing example: shrinking
-                self.phase = SHRINK
-
-    def tick(self, force: bool = False) -> None:
-        """Call the progress callback, at most every `interval` seconds unless forced."""
-        if self.progress is None:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < self.interval:
-            return
-        self.last = now
-        covered = {t for counts in self.taken.values() for t in counts}
-        self.progress(
-            FuzzProgress(
-                self.phase,
-                now - self.started,
-                self.examples[GUIDED],
-                self.examples[SEARCH],
-                self.examples[SHRINK],
-                sum(self.steps.values()),
-                (len(covered), self.transitions),
-                self.goals,
-                int(self.found_after is not None),
-                len(self.known),
-            )
-        )
-
-
-def state_machine(
-    system: System,
-    adapter_factory: Callable[[], Adapter],
-    *,
-    known: Mapping[str, str] | None = None,
-    swarm: bool = True,
-    stats: _Stats | None = None,
-    successors: Callable[[SystemState], list[SystemStep]] | None = None,
-) -> type[RuleBasedStateMachine]:
-    """A Hypothesis state machine that fuzzes `adapter_factory()` against `system`.
-
-    `known` maps property ids to reasons (default: the adapter's own
-    `Adapter.known`); their violations are recorded, not raised.
-    """
-    record = stats if stats is not None else _Stats()
-    monitors = tuple(p for p in system.properties if p.kind == "monitor")
-    always_props = tuple(p for p in system.properties if p.kind == "always")
-    eventually_props = tuple(p for p in system.properties if p.kind == "eventually")
-    labels = system.labels()
-    order = {a.name: i for i, a in enumerate(system.actions)}
-    initially = {s.action for s in system.successors(system.init_states()[0])}
-    # Examples revisit the same model states over and over: one memo for all.
-    expand = successors if successors is not None else SuccessorCache(system)
-
-    class Fuzz(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.adapter = adapter_factory()
-            self.known = dict(self.adapter.known if known is None else known)
-            record.examples[record.phase] += 1
-            record.adapter = self.adapter.name or type(self.adapter).__name__
-            record.reasons = dict(self.known)
-            self.adapter.setup(system)
-            self.state: SystemState = system.init_states()[0]
-            self.monitor_states: tuple[MonitorState, ...] = tuple(EMPTY_MONITOR for _ in monitors)
-            self.steps: list[TraceStep] = [TraceStep(None, "", self.state)]
-            self.disabled: frozenset[ActionLabel] = frozenset()
-            self.covered: set[tuple[str, str]] = set()
-            self.failed = False
-            self._cache: tuple[SystemState, list[SystemStep]] | None = None
-            try:
-                self._check_conformance()
-            except Finding:  # no teardown follows a machine that was never built
-                self.adapter.teardown()
-                raise
-
-        # -- model queries ---------------------------------------------------
-
-        def enabled(self, action: str | None = None) -> list[SystemStep]:
-            if self._cache is None or self._cache[0] is not self.state:
-                self._cache = (self.state, expand(self.state))
-            steps = [s for s in self._cache[1] if s.action not in self.disabled]
-            if action is None:
-                return steps
-            return [s for s in steps if s.action.name == action]
-
-        # -- one step ----------------------------------------------------------
-
-        def take(self, step_: SystemStep) -> None:
-            before = self.state
-            self.state = step_.state
-            self.steps.append(TraceStep(step_.action, step_.actor, step_.state, step_.outputs))
-            record.steps[record.phase] += 1
-            counts = record.taken[record.phase]
-            for taken in step_.taken:
-                key = (taken.component, taken.transition)
-                self.covered.add(key)
-                counts[key] += 1
-            applied = AppliedStep.of(step_, system.spawned(before, step_.state))
-            try:
-                self.adapter.apply(applied, before)
-            except Finding:
-                raise
-            except Exception as exc:  # the implementation (or its binding) crashed
-                self._finding(CRASH, CRASH, f"{type(exc).__name__}: {exc}")
-            self._advance_monitors(step_)
-            self._check_conformance()
-            self._check_always()
-
-        def _advance_monitors(self, step_: SystemStep) -> None:
-            states: list[MonitorState] = []
-            for prop, current in zip(monitors, self.monitor_states):
-                try:
-                    states.append(advance_monitor(prop, current, step_.outputs))
-                except MonitorViolation as exc:
-                    self._violation(prop, str(exc))
-                    states.append(current)
-            self.monitor_states = tuple(states)
-
-        def _check_conformance(self) -> None:
-            observed = self.adapter.observe()
-            expected = self.adapter.expect(system.view(self.state))
-            if observed != expected:
-                self._finding(CONFORMANCE, CONFORMANCE, describe_mismatch(observed, expected))
-
-        def _check_always(self) -> None:
-            view = system.view(self.state)
-            for prop in always_props:
-                assert prop.predicate is not None
-                if prop.when is not None and not prop.when(view):
-                    continue
-                if not prop.predicate(view):
-                    self._violation(prop, "the invariant is false in the last state")
-
-        def _violation(self, prop: Property, detail: str) -> None:
-            if prop.id in self.known:
-                record.known.setdefault(prop.id, self._trace(prop.id, detail))
-                return
-            self._finding("property", prop.id, detail)
-
-        def _finding(self, kind: str, property_id: str, detail: str) -> None:
-            self.failed = True
-            record.found()
-            raise Finding(kind, property_id, detail, self._trace(property_id, detail))
-
-        def _trace(self, property_id: str, detail: str) -> Trace:
-            return Trace(system.name, tuple(self.steps), property_id, "violated", detail)
-
-        # -- the one rule: a step the model enables ------------------------------
-
-        @rule(data=st.data())
-        def act(self, data: st.DataObject) -> None:
-            """Take one enabled step: an action kind first, then its arguments.
-
-            One rule for every action, so that Hypothesis' own per-rule
-            feature flags never leave an example with nothing it may do (an
-            invalid example); drawing the kind first keeps an action with many
-            argument combinations from crowding out the others. With nothing
-            enabled (a deadlock of a bounded model), the step is skipped.
-            """
-            steps = self.enabled()
-            if not steps:
-                return
-            kinds = sorted({s.action.name for s in steps}, key=order.__getitem__)
-            kind = kinds[0] if len(kinds) == 1 else data.draw(st.sampled_from(kinds))
-            options = [s for s in steps if s.action.name == kind]
-            chosen = options[0] if len(options) == 1 else data.draw(st.sampled_from(options))
-            self.take(chosen)
-
-        # -- swarm and teardown ------------------------------------------------
-
-        @initialize(data=st.data())
-        def choose_swarm(self, data: st.DataObject) -> None:
-            """Swarm testing: switch off some actions (or some of their arguments).
-
-            Never every argument of an action kind, and never what the initial
-            state needs, so each example can still make progress and drain.
-            """
-            if not swarm:
-                return
-            off = set(data.draw(st.sets(st.sampled_from(labels)), label="swarm: disabled"))
-            off -= initially
-            for action in system.actions:
-                own = [label for label in labels if label.name == action.name]
-                if own and all(label in off for label in own):
-                    off.discard(own[0])
-            self.disabled = frozenset(off)
-
-        def teardown(self) -> None:
-            if isinstance(sys.exc_info()[1], StopTest):
-                # Hypothesis ran out of choices for this example and discards it:
-                # it is not one of the `max_examples` (its steps did run).
-                record.examples[record.phase] -= 1
-                record.discarded += 1
-            try:
-                if not self.failed:
-                    self.finish()
-            finally:
-                if currently_in_test_context():  # not when replayed by hand
-                    seen = record.taken[SEARCH]
-                    novelty = sum(1 for t in self.covered if seen[t] <= 1)
-                    target(float(len(self.covered) + 10 * novelty), label="model transitions")
-                self.adapter.teardown()
-                record.tick()
-
-        def finish(self) -> None:
-            """Drain the internal actions, then judge the properties of a quiescent state."""
-            self._drain()
-            self._check_quiescent()
-
-        def _drain(self) -> None:
-            self.disabled = frozenset()
-            for _ in range(DRAIN_LIMIT):
-                internal = [s for s in self.enabled() if s.internal]
-                if not internal:
-                    return
-                self.take(internal[0])
-            self._finding(
-                LIVELOCK,
-                LIVELOCK,
-                f"internal actions still enabled after {DRAIN_LIMIT} drain steps",
-            )
-
-        def _check_quiescent(self) -> None:
-            view = system.view(self.state)
-            for prop in eventually_props:
-                assert prop.predicate is not None
-                if not prop.predicate(view):
-                    self._violation(prop, "false at the quiescent state after draining")
-            for prop, current in zip(monitors, self.monitor_states):
-                pending = pending_hot(prop, current)
-                if pending:
-                    key, hot = sorted(pending, key=repr)[0]
-                    self._violation(prop, f"monitor for {key!r} left in hot state {hot!r}")
-
-    Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
-    return Fuzz
-
-
-def describe_mismatch(observed: object, expected: object) -> str:
-    """Say where an observation differs from the prediction, naming only what differs.
-
-    Observations made of ``(name, value)`` pairs (or dicts) are compared by
-    name; anything else is shown whole.
-    """
-    obs, exp = _as_pairs(observed), _as_pairs(expected)
-    if obs is None or exp is None:
-        return f"the implementation shows {observed!r} where the model predicts {expected!r}"
-    parts = [
-        f"{name}: implementation {obs.get(name)!r}, model {exp.get(name)!r}"
-        for name in sorted(set(obs) | set(exp), key=str)
-        if obs.get(name) != exp.get(name)
-    ]
-    return "implementation and model differ - " + "; ".join(parts)
-
-
-def _as_pairs(value: object) -> dict[object, object] | None:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple) and all(
-        isinstance(item, tuple) and len(item) == 2 for item in value
-    ):
-        return dict(value)
-    return None
 
 
 # -- reports ---------------------------------------------------------------------
@@ -736,7 +400,7 @@ def _guided(
                 if labels in done:
                     continue
                 done.add(labels)
-                finding = _run_steps(machine, path)
+                finding = run_steps(machine, path)
                 if finding is not None:
                     stopped = "finding"
                     break
@@ -759,23 +423,6 @@ class _GuidedInterrupted(KeyboardInterrupt):
     def __init__(self, report: GuidedReport) -> None:
         super().__init__()
         self.report = report
-
-
-def _run_steps(machine: type[RuleBasedStateMachine], path: Sequence[SystemStep]) -> Finding | None:
-    """Drive a fresh adapter along `path`, then drain and judge: the finding, or None."""
-    try:
-        run: Any = machine()
-    except Finding as finding:
-        return finding
-    try:
-        for step_ in path:
-            run.take(step_)
-        run.finish()
-    except Finding as finding:
-        return finding
-    finally:
-        run.adapter.teardown()
-    return None
 
 
 def _search(
@@ -827,171 +474,3 @@ def _search(
                 return None
         if deadline is None or time.perf_counter() >= deadline:
             return None
-
-
-# -- shrinking -------------------------------------------------------------------------
-
-
-T = TypeVar("T")
-
-
-class _OutOfReplays(Exception):
-    """`minimise` used up its replays."""
-
-
-def minimise(
-    system: System,
-    finding: Finding,
-    adapter_factory: Callable[[], Adapter],
-    *,
-    known: Mapping[str, str] | None = None,
-    max_replays: int = MINIMISE_REPLAYS,
-    _stats: _Stats | None = None,
-) -> Finding:
-    """Delete every step of `finding` it does not need, replaying after each deletion.
-
-    A deletion is kept when a deterministic replay of the actions left (then
-    draining and judging, as at the end of a fuzz example) shows a finding of
-    the same kind and property in a shorter trace. First ddmin (Zeller's
-    delta debugging: halves, quarters, ... of the trace, and their
-    complements), then every contiguous block from the largest to single
-    steps, again after each success. The result is 1-minimal and more: no
-    single step and no contiguous block can be removed. (Internal steps the
-    replay drains at the end come back by themselves, so they stay.)
-    `Finding.minimal` says whether that was proven within `max_replays`.
-    """
-    replayer = _Replayer(system, adapter_factory, known, _stats)
-    best = finding
-    wanted = (finding.kind, finding.property_id)
-    replays = 0
-
-    def reproduces(actions: list[ActionLabel]) -> list[ActionLabel] | None:
-        nonlocal best, replays
-        if replays >= max_replays:
-            raise _OutOfReplays
-        replays += 1
-        again = replayer.actions(actions)
-        if again is None or (again.kind, again.property_id) != wanted:
-            return None
-        if len(again.trace) >= len(best.trace):
-            return None
-        best = again
-        return list(again.trace.actions)
-
-    actions = list(finding.trace.actions)
-    try:
-        actions = _ddmin(actions, reproduces)
-        _blocks(actions, reproduces)
-        best.minimal = True
-    except _OutOfReplays:
-        best.minimal = False
-    return best
-
-
-def _ddmin(items: list[T], reproduces: Callable[[list[T]], list[T] | None]) -> list[T]:
-    """Delta debugging (ddmin) over `items`; `reproduces` returns the smaller list kept."""
-    n = 2
-    while len(items) >= 2:
-        chunks = _split(items, n)
-        kept = next((got for c in chunks if (got := reproduces(c)) is not None), None)
-        if kept is not None:
-            items, n = kept, 2
-            continue
-        if n > 2:
-            complements = ([x for j, c in enumerate(chunks) if j != i for x in c] for i in range(n))
-            kept = next((got for c in complements if (got := reproduces(c)) is not None), None)
-            if kept is not None:
-                items, n = kept, max(n - 1, 2)
-                continue
-        if n >= len(items):
-            break
-        n = min(2 * n, len(items))
-    return items
-
-
-def _split(items: list[T], n: int) -> list[list[T]]:
-    size, extra = divmod(len(items), n)
-    chunks, start = [], 0
-    for index in range(n):
-        end = start + size + (1 if index < extra else 0)
-        chunks.append(items[start:end])
-        start = end
-    return [c for c in chunks if c]
-
-
-def _blocks(items: list[T], reproduces: Callable[[list[T]], list[T] | None]) -> list[T]:
-    """Delete contiguous blocks, largest first, until none can go."""
-    size = len(items)
-    while size >= 1:
-        kept = next(
-            (
-                got
-                for start in range(len(items) - size + 1)
-                if (got := reproduces(items[:start] + items[start + size :])) is not None
-            ),
-            None,
-        )
-        if kept is not None:
-            items, size = kept, len(kept)
-        else:
-            size -= 1
-    return items
-
-
-class _Replayer:
-    """Replays of action lists through fresh adapters, with one interpreter for all."""
-
-    def __init__(
-        self,
-        system: System,
-        adapter_factory: Callable[[], Adapter],
-        known: Mapping[str, str] | None,
-        stats: _Stats | None,
-    ) -> None:
-        self.system = system
-        if stats is not None:
-            stats.phase = SHRINK
-        self.machine = state_machine(
-            system, adapter_factory, known=known, swarm=False, stats=stats or _Stats(SHRINK)
-        )
-        self.stats = stats
-
-    def actions(self, actions: Sequence[ActionLabel]) -> Finding | None:
-        """The finding `actions` show, or None (also when one of them is not enabled)."""
-        state = self.system.init_states()[0]
-        path = []
-        for action in actions:
-            try:
-                step_ = self.system.next_step(state, action)
-            except ActionError:
-                return None
-            path.append(step_)
-            state = step_.state
-        found = _run_steps(self.machine, path)
-        if self.stats is not None:
-            self.stats.tick()
-        return found
-
-
-def replay_with_adapter(
-    system: System,
-    trace: Trace,
-    adapter_factory: Callable[[], Adapter],
-    *,
-    known: Mapping[str, str] | None = None,
-) -> Finding | None:
-    """Drive a fresh adapter through `trace`'s actions; return the finding it shows, if any.
-
-    The same checks as a fuzz step run after every action (conformance,
-    invariants, monitors), then the internal actions are drained and the
-    eventually-properties judged, exactly as at the end of a fuzz example.
-    Deterministic: this is what ``statecore replay TRACE --adapter NAME`` runs.
-    """
-    machine = state_machine(system, adapter_factory, known=known, swarm=False)
-    state = system.init_states()[0]
-    path = []
-    for action in trace.actions:
-        step_ = system.next_step(state, action)
-        path.append(step_)
-        state = step_.state
-    return _run_steps(machine, path)

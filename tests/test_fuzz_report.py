@@ -118,7 +118,7 @@ def test_the_cli_prints_a_progress_line_in_a_log(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)
-    monkeypatch.setattr("statecore.fuzz.PROGRESS_INTERVAL", 0.0)
+    monkeypatch.setattr("statecore.interpreter.PROGRESS_INTERVAL", 0.0)
     argv = ["fuzz", "segments", "--adapter", "model:segments_6816", "--trace-out", str(tmp_path)]
     assert main(argv) == 1
     err = capsys.readouterr().err

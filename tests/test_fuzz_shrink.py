@@ -15,13 +15,14 @@ from statecore.models.chunk_transfer import CHUNK_TRANSFER, variant_6670
 from test_fuzz_guided import BUGGY, SHOP, OrderStates
 
 from statecore.adapter import SystemAdapter
-from statecore.fuzz import Finding, _blocks, _ddmin, fuzz, minimise, replay_with_adapter
+from statecore.fuzz import Finding, fuzz, minimise, replay_with_adapter
+from statecore.shrink import ddmin, delete_blocks
 from statecore.system import ActionLabel, System
 from statecore.trace import Trace, TraceStep
 
 
 def shrink(items: list[int], fails: Callable[[list[int]], bool]) -> tuple[list[int], int]:
-    """`_ddmin` then `_blocks`, as `minimise` runs them; and how many tests they made."""
+    """`ddmin` then `delete_blocks`, as `minimise` runs them; and how many tests they made."""
     tests = 0
 
     def reproduces(candidate: list[int]) -> list[int] | None:
@@ -29,7 +30,7 @@ def shrink(items: list[int], fails: Callable[[list[int]], bool]) -> tuple[list[i
         tests += 1
         return candidate if fails(candidate) else None
 
-    return _blocks(_ddmin(items, reproduces), reproduces), tests
+    return delete_blocks(ddmin(items, reproduces), reproduces), tests
 
 
 def removable(items: list[int], fails: Callable[[list[int]], bool]) -> list[tuple[int, int]]:
