@@ -193,3 +193,25 @@ def test_a_trace_from_the_pytest_plugin_replays_with_the_command_it_prints(
     )
     assert again.returncode == 1, again.stdout + again.stderr
     assert "conformance at step" in again.stdout
+
+
+def test_a_trace_naming_no_adapter_replays_with_the_adapter_named(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What the pytest plugin writes for an adapter it cannot name (a lambda):
+    # no adapter and no target in the header, only the system's name.
+    import shop as module  # type: ignore[import-not-found]
+
+    from statecore.fuzz import fuzz
+    from statecore.itf import write_itf
+
+    report = fuzz(module.SHOP, lambda: module.ShopAdapter())
+    assert report.finding is not None
+    trace = write_itf(report.finding.trace, module.SHOP, shop / "plugin.itf.json")
+    assert main(["replay", str(trace)]) == 2
+    err = capsys.readouterr().err
+    assert "a conformance trace records what an implementation did" in err
+    assert "--adapter" in err and "has no property" not in err
+    argv = ["replay", str(trace), "--target", "shop:SHOP", "--adapter", "shop:ShopAdapter"]
+    assert main(argv) == 1
+    assert "conformance at step 4" in capsys.readouterr().out
