@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -215,3 +216,22 @@ def test_a_trace_naming_no_adapter_replays_with_the_adapter_named(
     argv = ["replay", str(trace), "--target", "shop:SHOP", "--adapter", "shop:ShopAdapter"]
     assert main(argv) == 1
     assert "conformance at step 4" in capsys.readouterr().out
+
+
+def test_another_system_of_ones_own_runs_as_the_implementation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocks = [code for code, _ in python_with_output(ROOT / "docs" / "tutorial.md")]
+    upto = next(i for i, code in enumerate(blocks) if "BUGGY = build(" in code)
+    definitions = [b for b in blocks[: upto + 1] if "def " in b or "BUGGY" in b]
+    (tmp_path / "uploads.py").write_text("\n\n".join(definitions), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["fuzz", "uploads:UPLOADS", "--adapter", "model:uploads:BUGGY", "--json"]
+    assert main(argv) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["adapter"] == "model:uploads:BUGGY" and report["found_in"] == "guided"
+    assert report["finding"]["replay"].endswith(
+        "--target uploads:UPLOADS --adapter model:uploads:BUGGY"
+    )
+    assert main(shlex.split(report["finding"]["replay"])[1:]) == 1
