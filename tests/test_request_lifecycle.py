@@ -781,6 +781,16 @@ def _release_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(impl, "release_request_telemetry", lambda state: False)
 
 
+def _pop_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The removal pops the state and releases it, but republishes no gauge (0.30.0's abort)."""
+    from statecore.models import stream_edge_adapter
+
+    def pop(states: dict[str, Any], request_id: str, publish: Any = None) -> Any:
+        return impl.drop_request_state(states, request_id)
+
+    monkeypatch.setattr(stream_edge_adapter, "drop_request_state", pop)
+
+
 def _ignores_instance_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """The key-based entry point accepts an observation whatever instance made it."""
     record = impl.StreamEdgeRecorder.record
@@ -807,6 +817,13 @@ def _ignores_instance_token(monkeypatch: pytest.MonkeyPatch) -> None:
             {"abort_sync", "cleanup"},  # both removal paths release through it
             id="release",
         ),
+        pytest.param(
+            _pop_only,
+            rl.REQUEST_LIFECYCLE,
+            StreamEdgeLifecycleBinding,
+            {"abort_sync", "cleanup"},  # the gauge an output published is left stale
+            id="gauges",
+        ),
     ],
 )
 def test_fuzz_finds_a_planted_recorder_bug(
@@ -824,6 +841,8 @@ def test_fuzz_finds_a_planted_recorder_bug(
     assert labels[-1].name in last, labels
     if plant is _accepts_nan:
         assert math.isnan(labels[-1].arg("elapsed"))
+    if plant is _pop_only:
+        assert "gauge" in finding.detail
 
 
 def scenario(system: System, labels: list[ActionLabel]) -> Trace:
