@@ -42,15 +42,15 @@ has one and log what it raises, then pop the state and republish the gauges
 (``_log_summary_and_cleanup`` republishes them in its ``finally``; 0.30.0's
 ``Omni.abort`` does not). What the state object holds per request, such as
 the consumed metric message ids (kept on the state since vLLM-Omni
-#6462/#6561, so that they go with it), leaves with the pop on any path. What
-each variant replaces is one call; its
-consequences follow from how the model treats an exception production code
-raises (`Raised`): it propagates to where production catches it. Out of a
-telemetry call it reaches the stage serving the request, which fails the
-request; out of a removal it leaves the removal function, skipping the rest
-of it. Nothing records that a raise happened: the properties judge the
-request's state, the recorders, the gauges, what is kept per request and the
-answers of the calls.
+#6462/#6561, so that they go with it), leaves with the pop on any path.
+
+What each variant replaces is one call; its consequences follow from how the
+model treats an exception production code raises (`Raised`): it propagates
+to where production catches it. Out of a telemetry call it reaches the stage
+serving the request, which fails the request; out of a removal it leaves the
+removal function, skipping the rest of it. Nothing records that a raise
+happened: the properties judge the request's state, the recorders, the
+gauges, what is kept per request and the answers of the calls.
 
 Every observation call ends with an ``observation`` output: the request
 instance that made it, the segment it names, what the receiving request's
@@ -58,18 +58,18 @@ recorder showed when it arrived (the edge's current segment, whether the
 event was already taken there, whether the receiving instance is the one
 that made it), the elapsed time, and the answer: ``recorded``, ``dropped``
 (with the reason: duplicate, bad_elapsed, retired, closed, late,
-not_started, no_edge, no_recorder, stale_instance) or ``raised`` (with the call that
-raised). A segment handle that stores a value emits ``recorded(event,
-elapsed_ms)``. Answers are outputs rather than globals, so that they do not
-multiply the state space.
+not_started, no_edge, no_recorder, stale_instance) or ``raised`` (with the
+call that raised). A segment handle that stores a value emits
+``recorded(event, elapsed_ms)``. Answers are outputs rather than globals, so
+that they do not multiply the state space.
 
 Bounds: one external id reused once (two instances), one edge, two segments,
 one of the four events, and elapsed values ``12.5``, NaN, ``-1.0`` and
 infinity. Segment keys are tuples that contain the id, which symmetry
 reduction cannot move, so the ids are not symmetric (with one id there is
-nothing to reduce anyway).
-`RequestLifecycleConfig` selects the behaviour: the defaults are the
-reference the review asks for; each seed 004 finding replaces one call.
+nothing to reduce anyway). `RequestLifecycleConfig` selects the behaviour:
+the defaults are the reference the review asks for; each seed 004 finding
+replaces one call.
 
 Mutants that behave like the reference (declared in `EQUIVALENT_MUTANTS`,
 each with its reason): the machines' own (`MACHINE_EQUIVALENTS`: an idle
