@@ -95,7 +95,7 @@ class FuzzProgress:
     examples: int
     replays: int
     steps: int
-    transitions: tuple[int, int]  # (taken, total) over all phases
+    transitions: tuple[int, int]  # (taken, total) by the guided and search phases
     goals: tuple[int, int]  # (met, total) by the guided phase
     findings: int  # 1 once a finding turned up (it is being shrunk)
     known: int  # known findings seen
@@ -129,7 +129,7 @@ class _Stats:
     transitions: int = 0
     goals: tuple[int, int] = (0, 0)
     progress: Progress | None = None
-    interval: float = PROGRESS_INTERVAL
+    interval: float | None = None  # None: PROGRESS_INTERVAL
     last: float = 0.0
 
     def found(self) -> None:
@@ -145,10 +145,11 @@ class _Stats:
         if self.progress is None:
             return
         now = time.perf_counter()
-        if not force and now - self.last < self.interval:
+        interval = PROGRESS_INTERVAL if self.interval is None else self.interval
+        if not force and now - self.last < interval:
             return
         self.last = now
-        covered = {t for counts in self.taken.values() for t in counts}
+        covered = set(self.taken[GUIDED]) | set(self.taken[SEARCH])
         self.progress(
             FuzzProgress(
                 self.phase,
