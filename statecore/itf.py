@@ -994,9 +994,10 @@ class _Document(_Members):
             try:
                 value, end = self.decoder.raw_decode(self.text, pos)
             except json.JSONDecodeError as exc:
-                if self._cut(exc) and self._more(len(self.text) - pos):
+                cut = self._cut(exc)
+                if cut and self._more(len(self.text) - pos):
                     continue
-                raise self._bad(exc.pos, step, exc.msg) from None
+                raise self._bad(exc.pos, step, exc.msg, truncated=cut) from None
             except _DuplicateKey as exc:
                 problem = f"bad JSON: key {exc.args[0]!r} appears twice"
                 raise TraceFileError(self.path, step, problem) from None
@@ -1018,12 +1019,16 @@ class _Document(_Members):
         """
         return error.pos >= len(self.text) - 8 or error.msg.startswith("Unterminated string")
 
-    def _bad(self, pos: int, step: int | None, problem: str) -> TraceFileError:
+    def _bad(
+        self, pos: int, step: int | None, problem: str, truncated: bool = False
+    ) -> TraceFileError:
+        """A bad-JSON error at `pos`; `truncated` when the file ended inside a value."""
         before = self.text[:pos]
         newlines = before.count("\n")
         line = self._lines + newlines + 1
         column = pos - before.rfind("\n") if newlines else self._column + pos + 1
-        ending = " (the file ends early: is it truncated?)" if pos >= len(self.text) else ""
+        ends = truncated or pos >= len(self.text)
+        ending = " (the file ends early: is it truncated?)" if ends else ""
         return TraceFileError(
             self.path, step, f"bad JSON at line {line}, column {column}: {problem}{ending}"
         )

@@ -442,3 +442,24 @@ def test_reading_in_small_chunks_changes_nothing(
     for chunk in (1, 7, 64):
         monkeypatch.setattr(itf, "_CHUNK", chunk)
         assert [outcome(path, system) for path in files] == whole, chunk
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_a_file_cut_inside_a_string_is_reported_as_truncated(
+    tmp_path: Path,
+    chunk: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import statecore.itf as itf_module
+
+    text = (CORPUS / "good.itf.json").read_text()
+    # Cut each string-opening quote's next character: the file ends inside a string.
+    cuts = [i + 2 for i, ch in enumerate(text) if ch == '"'][10:200:37]
+    assert cuts
+    monkeypatch.setattr(itf_module, "_CHUNK", chunk)
+    for cut in cuts:
+        path = tmp_path / "cut.itf.json"
+        path.write_text(text[:cut])
+        assert main(["replay", str(path)]) == 2
+        assert "the file ends early: is it truncated?" in capsys.readouterr().err, cut
