@@ -349,7 +349,11 @@ def state_machine(
         def _drain(self) -> None:
             self.disabled = frozenset()
             for _ in range(DRAIN_LIMIT):
-                internal = [s for s in self.enabled() if s.internal]
+                # As the explorer has it: an internal action that only stutters
+                # (same state, no output) is no progress, and the run is at rest.
+                internal = [
+                    s for s in self.enabled() if s.internal and (s.outputs or s.state != self.state)
+                ]
                 if not internal:
                     return
                 self.take(internal[0])

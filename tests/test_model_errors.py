@@ -260,3 +260,17 @@ def test_an_internal_action_that_only_stutters_does_not_hide_a_resting_state() -
     # Without the stutter rule no state would be quiescent and the property vacuous.
     assert result.verdict == VIOLATED and result.trace is not None
     assert len(result.trace) == 0  # the initial state already rests with two queued jobs
+
+
+def test_the_fuzzer_agrees_a_stutter_is_rest_not_a_livelock() -> None:
+    from statecore.adapter import SystemAdapter
+    from statecore.fuzz import fuzz
+
+    def poll(tx: Tx) -> None:
+        tx.get("ticks")
+
+    settles = eventually("settles", "ticks stay bounded", lambda v: v.get("ticks") <= 3)
+    system = jobs(Action("poll", "save_thread", poll, internal=True), properties=(settles,))
+    assert explore(system).ok
+    report = fuzz(system, lambda: SystemAdapter(system), max_examples=10, seed=0)
+    assert report.finding is None, report.finding
