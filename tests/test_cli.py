@@ -387,6 +387,8 @@ def test_ctrl_c_on_a_running_check(corpus_dir: Path, tmp_path: Path) -> None:
         text=True,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": path},
+        # As from a terminal: a runner that ignores SIGINT (tox does) would pass that on.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
