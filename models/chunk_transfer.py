@@ -233,14 +233,15 @@ def request_machine(saves: int = 1, segments: int = 1) -> Machine:
 Task = tuple[Handle, Handle, str, int, int]
 # The task the save thread runs: (task, phase, detail). Phases: "begun"
 # (parked in the processor callback), "putting" (parked in connector.put;
-# detail: the payload, see `Put`), "finishing" (the send returned, detail
+# detail: DATA, EMPTY or ERROR below), "finishing" (the send returned, detail
 # None, or raised, detail "raised"; the finally has not run yet).
 InFlight = tuple[Task, str, Any]
 # What the connector holds and the consumer reads: (request, kind, segment,
-# payload, save number). Payload: "data" (the processor's), "empty" (a
-# boundary's finish marker, the processor returned None) or "error" (the same
-# empty marker, sent in place of a payload the processor raised on).
-Put = tuple[Handle, str, int, str, int]
+# empty, save number); empty: a boundary's finish marker with no payload.
+Put = tuple[Handle, str, int, bool, int]
+# What a task in connector.put carries: the processor's payload, an empty
+# marker (the processor returned None) or the same empty marker sent in place
+# of a payload the processor raised on.
 DATA, EMPTY, ERROR = "data", "empty", "error"
 
 
@@ -311,7 +312,7 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     'skip-set build.<locals>.save: tx.set("owed", tx.get("owed") | {(request, before.saved)})': (
         _GHOST
     ),
-    'skip-set build.<locals>.receive: tx.set("error_markers", tx.get("error_markers") | '
+    'skip-set build.<locals>.put: tx.set("error_markers", tx.get("error_markers") | '
     "{request})": _GHOST,
     'skip-set _fail: tx.set("failures", tx.get("failures") | {request})': _GHOST,
     'skip-set build.<locals>.save: tx.set("terminals", tx.get("terminals") | {request})': "read "
@@ -332,6 +333,15 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     'skip-set build.<locals>.put: tx.set("in_flight", (task, "finishing", "raised"))': "a "
     "raising put becomes a self-loop (the task stays in connector.put): the mutant reaches "
     "no state the reference does not",
+    "skip-require build.<locals>.collect_failures: tx.require(collected)": "with nothing "
+    "collected the sweep changes nothing: a self-loop",
+    "skip-require build.<locals>.release: tx.require(pending)": "with nothing pending the "
+    "release changes nothing: a self-loop",
+    "skip-require build.<locals>.deadline: tx.require(starved)": "with no starved consumer "
+    "the deadline changes nothing: a self-loop",
+    "negate-require build.<locals>.deadline: tx.require(starved)": "the reference never "
+    "starves a consumer, so the deadline only runs where nothing is starved, and there it "
+    "changes nothing",
 }
 """Mutants of the reference that behave like it (``statecore check --adequacy``), and why."""
 
@@ -491,8 +501,11 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         task: Task = flight[0]
         token, request, kind, segment, number = task
         if outcome == "ok":
-            item: Put = (request, kind, segment, flight[2], number)
+            item: Put = (request, kind, segment, flight[2] != DATA, number)
             tx.set("mailbox", (*tx.get("mailbox"), item))
+            if flight[2] == ERROR and request not in tx.get("released"):
+                # a marker in place of a payload the processor raised on
+                tx.set("error_markers", tx.get("error_markers") | {request})
         if outcome == "raise":  # propagates through the finally to the save loop
             tx.set("in_flight", (task, "finishing", "raised"))
             return
@@ -525,7 +538,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
     def receive(tx: Tx) -> None:
         mailbox = tx.get("mailbox")
         tx.require(mailbox)
-        request, kind, segment, payload, number = mailbox[0]
+        request, kind, segment, empty, number = mailbox[0]
         tx.set("mailbox", mailbox[1:])
         finished = kind == TERMINAL
         tx.emit(
@@ -535,15 +548,13 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
                 finished=finished,
                 segment_finished=kind == SEGMENT_END,
                 segment=segment,
-                empty=payload != DATA,
+                empty=empty,
             )
         )
         if finished:
             tx.set("received", tx.get("received") | {request})
         else:
             tx.set("owed", tx.get("owed") - {(request, number)})
-        if payload == ERROR:
-            tx.set("error_markers", tx.get("error_markers") | {request})
 
     def release(tx: Tx, ext: Hashable) -> None:
         # The consumer stage's finish_requests for a request the orchestrator
@@ -551,6 +562,7 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
         pending = frozenset(r for r in tx.get("failed") if r.key == ext)
         tx.require(pending)
         tx.set("failed", tx.get("failed") - pending)
+        tx.set("error_markers", tx.get("error_markers") - pending)
         for request in sorted(pending, key=_generation):
             tx.set("released", tx.get("released") | {request})
             tx.emit(out("released", request=request))
@@ -613,8 +625,8 @@ def build(config: ChunkTransferConfig = ChunkTransferConfig()) -> System:
             Global(
                 "error_markers",
                 frozenset(),
-                doc="ghost: requests whose consumer read a marker sent in place of a payload "
-                "the processor raised on",
+                doc="ghost: requests not failed visibly whose connector got a marker in place "
+                "of a payload the processor raised on",
             ),
             Global("lost", frozenset(), doc="requests a save of which was skipped silently"),
             Global("made", frozenset(), doc="(state generation, request whose processor made it)"),

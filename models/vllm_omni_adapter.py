@@ -80,7 +80,7 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, AdapterSpec, Baton
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .chunk_transfer import CHUNK, DATA, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
+from .chunk_transfer import CHUNK, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
 
 CTA_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.chunk_transfer_adapter"
 BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
@@ -619,8 +619,8 @@ class OmniChunkTransferAdapterBinding(Adapter):
             for token, request, kind, _, _ in view.get("queue")
         )
         unread = tuple(
-            (internal_id(request), *KIND_FLAGS[kind], payload != DATA)
-            for request, kind, _, payload, _ in view.get("mailbox")
+            (internal_id(request), *KIND_FLAGS[kind], empty)
+            for request, kind, _, empty, _ in view.get("mailbox")
         )
         watermarks = tuple(
             sorted(

@@ -4,11 +4,14 @@ Each property names the review finding or code comment it comes from. The
 globals they read are documented on the system: ``terminals`` (requests whose
 terminal the scheduler saved), ``received`` (whose consumer got
 ``finished=True``), ``failures`` (recorded send failures), ``released``
-(failed visibly: the consumer stage finished the request), ``owed`` (admitted
+(failed visibly: the consumer stage finished the request), ``failed`` (failed
+by the scheduler, not yet finished on the consumer stage), ``owed`` (admitted
 chunks and segment ends the consumer has not read, that the processor did not
-withhold, of a request that neither failed nor was finished), ``error_markers`` (whose
-consumer read a marker sent in place of a payload the processor raised on),
-``lost`` (a save ``save_async`` skipped silently), ``made`` (producer state
+withhold, of a request that neither failed nor was finished),
+``error_markers`` (not failed visibly, and the connector got a marker sent in
+place of a payload the processor raised on), ``queue`` / ``in_flight`` /
+``mailbox`` (the tasks and puts, each with its save number), ``lost`` (a save
+``save_async`` skipped silently), ``made`` (producer state
 and the request whose processor made it), ``crossed`` (a processor read
 another request's state).
 
@@ -78,7 +81,7 @@ def _chunks_delivered(v: StateView) -> bool:
 
 
 def _error_markers_visible(v: StateView) -> bool:
-    return bool(v.get("error_markers") <= v.get("released"))
+    return not v.get("error_markers")
 
 
 def _failures_release(v: StateView) -> bool:
@@ -312,6 +315,14 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             ]
             if reuse
             else []
+        ),
+        sometimes(
+            "request_aborted",
+            "finish_requests can end a request whose send never failed (an abort).",
+            lambda v: any(
+                s.state == "aborted" and h not in v.get("failures") for h, s in v.live("request")
+            ),
+            source="vacuity guard for the abort path",
         ),
         sometimes(
             "next_segment_opened",
