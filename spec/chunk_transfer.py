@@ -69,9 +69,11 @@ def _saves_sent_once(v: StateView) -> bool:
 
 
 def _failed_requests_finished(v: StateView) -> bool:
+    """A failed request, while it is still its id's current request, is aborted."""
     for request in v.get("failed") | v.get("released"):
         slot = v.slot("request", request.key)
-        if slot.generation == request.generation and slot.snapshot.state != "aborted":
+        held = slot.snapshot if slot.generation == request.generation else None
+        if held is not None and held.state != "aborted":
             return False
     return True
 
