@@ -145,19 +145,7 @@ def load_adapter(path: str) -> Callable[[], Adapter]:
     example) or a function of no arguments that returns a new adapter. An
     adapter *instance* is refused: every example needs a fresh one.
     """
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise TargetError(f"adapter {path!r} must look like package.module:object")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TargetError(f"adapter {path!r}: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TargetError(f"adapter {path!r}: {module_name!r} has no {attr!r}") from None
+    obj = _import_object(path, "adapter")
     if isinstance(obj, Adapter):
         raise TargetError(
             f"adapter {path!r} is an adapter instance; name its class, or a function that "
@@ -219,19 +207,7 @@ def resolve(name: str) -> tuple[str, System, Target | None]:
 
 def load_path(path: str) -> System:
     """Import ``package.module:object`` and return it as a System."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise TargetError(f"target {path!r} must look like package.module:object")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TargetError(f"target {path!r}: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TargetError(f"target {path!r}: {module_name!r} has no {attr!r}") from None
+    obj = _import_object(path, "target")
     if callable(obj) and not isinstance(obj, (System, Machine)):
         obj = call_factory(obj, f"target {path!r}")
     return as_system(obj, path)
@@ -434,3 +410,21 @@ def _is_variant_of(declared: str, named: str) -> bool:
         return True
     family = {t.name: t.family for t in bundled()}.get(declared, "")
     return bool(family) and _same_target(family, named)
+
+
+def _import_object(path: str, kind: str) -> Any:
+    """The object ``package.module:object`` names; `kind` words the errors."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise TargetError(f"{kind} {path!r} must look like package.module:object")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"{kind} {path!r}: cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"{kind} {path!r}: {module_name!r} has no {attr!r}") from None
+    return obj
