@@ -93,7 +93,7 @@ class Adapter:
         """What the implementation shows now, in the same shape as `expect`."""
         return None
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[Any]) -> Hashable:
         """What the model predicts the implementation shows in `view`'s state."""
         return None
 
@@ -283,7 +283,7 @@ class SystemAdapter(Adapter):
         assert self.state is not None
         return self.expect(self.implementation.view(self.state))
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[Any]) -> Hashable:
         instances = tuple(
             (
                 component,

@@ -113,7 +113,7 @@ class PathStep:
         return f"{self.event}: {self.note}"
 
 
-class _RecordingTx(Tx):
+class _RecordingTx(Tx[Any]):
     """A `Tx` that also records the source state and instance of every change.
 
     The records are `PathStep` values without a step number or action yet.

@@ -506,9 +506,9 @@ class _Explorer:
         self,
         prop: Property,
         part: str,
-        predicate: Callable[[StateView], bool],
+        predicate: Callable[[StateView[Any]], bool],
         node: Node,
-        view: StateView,
+        view: StateView[Any],
         images: list[tuple[Renaming, Node]] | tuple[()],
     ) -> bool:
         """`predicate` at `node`, the same on every renaming of it when symmetry is on."""

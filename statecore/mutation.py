@@ -45,6 +45,7 @@ _ENGINE = Path(__file__).resolve().parent  # calls from the engine itself are no
 SITE_KINDS: dict[str, tuple[str, ...]] = {
     "require": ("negate-require", "skip-require"),
     "set": ("skip-set",),
+    "put": ("skip-put",),
     "fire": ("skip-fire",),
     "spawn": ("skip-spawn",),
     "retire": ("skip-retire",),
@@ -117,7 +118,7 @@ def _in_engine(filename: str) -> bool:
     return Path(filename).resolve().parent == _ENGINE
 
 
-class _RecordingTx(Tx):
+class _RecordingTx(Tx[Any]):
     """A `Tx` that notes the model line of every call it gets."""
 
     __slots__ = ()
@@ -130,6 +131,10 @@ class _RecordingTx(Tx):
     def set(self, name: str, value: Hashable) -> None:
         self._note("set")
         super().set(name, value)
+
+    def put(self, **changes: Hashable) -> None:
+        self._note("put")
+        super().put(**changes)
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         self._note("fire")
@@ -153,10 +158,10 @@ class _RecordingTx(Tx):
             type(self).found.add(site)
 
 
-def _with_tx_class(run: Callable[..., None], cls: type[Tx]) -> Callable[..., None]:
+def _with_tx_class(run: Callable[..., None], cls: type[Tx[Any]]) -> Callable[..., None]:
     """`run` with its transaction switched to `cls` (same layout) while it runs."""
 
-    def wrapped(tx: Tx, **args: Any) -> None:
+    def wrapped(tx: Tx[Any], **args: Any) -> None:
         tx.__class__ = cls
         try:
             run(tx, **args)
@@ -181,7 +186,7 @@ def _rebuilt(
             replace(c, machine=swap.get(id(c.machine), c.machine)) for c in system.components
         ],
         actions=[replace(a, run=wrap(a.run)) for a in system.actions],
-        globals=system.globals,
+        globals=system.record or system.globals,
         init=None if system.init is None else wrap(system.init),
         properties=system.properties,
         doc=system.doc,
@@ -326,7 +331,7 @@ def _mutated_transition(t: Transition, kind: str) -> Transition:
     )
 
 
-class _MutantTx(Tx):
+class _MutantTx(Tx[Any]):
     """A `Tx` that changes what one model line does (`site`, mutated as `kind`)."""
 
     __slots__ = ()
@@ -347,6 +352,10 @@ class _MutantTx(Tx):
     def set(self, name: str, value: Hashable) -> None:
         if not self._hit("set"):
             super().set(name, value)
+
+    def put(self, **changes: Hashable) -> None:
+        if not self._hit("put"):
+            super().put(**changes)
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         if not self._hit("fire"):
@@ -371,5 +380,5 @@ class _MutantTx(Tx):
             super().emit(output)
 
 
-def _site_tx(site: Site, kind: str) -> type[Tx]:
+def _site_tx(site: Site, kind: str) -> type[Tx[Any]]:
     return type("_SiteMutantTx", (_MutantTx,), {"__slots__": (), "site": site, "kind": kind})

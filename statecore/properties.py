@@ -30,7 +30,7 @@ from .semantics import ACCEPTED, IGNORED, step
 from .system import Emitted, StateView
 
 Kind = Literal["always", "eventually", "sometimes", "monitor"]
-Predicate = Callable[[StateView], bool]
+Predicate = Callable[[StateView[Any]], bool]
 # A router maps an emitted output to (monitor key, event, payload), or None to skip it.
 Route = Callable[[Emitted], tuple[Hashable, str, Mapping[str, Any]] | None]
 

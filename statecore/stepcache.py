@@ -84,7 +84,7 @@ class ActionFault(Exception):
 def run_attempt(system: System, index: int, state: SystemState) -> Run:
     """Run attempt `index` of `system` once on `state`; raise `ActionFault` if it raises."""
     action, args, kwargs = system._attempts[index]
-    tx = Tx(system, state)
+    tx: Tx[Any] = Tx(system, state)
     try:
         action.run(tx, **kwargs)
     except _Disabled:

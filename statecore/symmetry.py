@@ -128,7 +128,10 @@ class _Plan:
         if kind in _SCALARS:
             return value
         cache = self.cache
-        found = cache.get(value, cache)
+        # A record (a NamedTuple) equals the plain tuple of its items: key it
+        # by its type too, or a renamed record could come back as a tuple.
+        key = value if kind is tuple or kind is frozenset else (kind, value)
+        found = cache.get(key, cache)
         if found is cache:
             if kind is tuple:
                 found = tuple([self.renamed(item) for item in value])
@@ -138,7 +141,7 @@ class _Plan:
                 found = rename(value, self.renaming)
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
-            cache[value] = found
+            cache[key] = found
         return found
 
     def slots(self, old: tuple[Slot, ...]) -> tuple[Slot, ...]:

@@ -31,10 +31,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .definition import Machine, Output, Snapshot, check_identifier
 from .errors import ActionError, StatecoreError, SystemDefinitionError
+from .records import Global, make_record, reader, record_globals
 from .runtime import remembered_step
 from .semantics import ACCEPTED, REJECTED, Outcome
 
@@ -100,15 +101,6 @@ class Component:
     def key_values(self) -> tuple[Hashable, ...]:
         """The concrete keys of this component."""
         return self.keys.values if isinstance(self.keys, Keys) else tuple(self.keys)
-
-
-@dataclass(frozen=True)
-class Global:
-    """A system-level variable, e.g. a FIFO queue kept as a tuple."""
-
-    name: str
-    default: Hashable
-    doc: str = ""
 
 
 class Slot(NamedTuple):
@@ -208,7 +200,11 @@ _new = tuple.__new__  # builds a named tuple without its Python-level __new__
 _WROTE = object()  # in a Tx log: the location was written
 
 
-class Tx:
+G = TypeVar("G")
+"""The system's globals record type (see `statecore.records`)."""
+
+
+class Tx(Generic[G]):
     """A transaction: reads one `SystemState` and builds the next.
 
     Every write goes to a private copy; nothing is shared with the state the
@@ -219,7 +215,17 @@ class Tx:
     lets the explorer memoise it (see `statecore.stepcache`).
     """
 
-    __slots__ = ("_before", "_log", "_outputs", "_slots", "_taken", "_values", "_whole", "system")
+    __slots__ = (
+        "_before",
+        "_g",
+        "_log",
+        "_outputs",
+        "_slots",
+        "_taken",
+        "_values",
+        "_whole",
+        "system",
+    )
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
@@ -231,6 +237,7 @@ class Tx:
         self._taken: list[TakenTransition] = []
         self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
         self._whole = False  # whether the whole state was looked at
+        self._g: G | None = None
 
     @property
     def before(self) -> SystemState:
@@ -295,6 +302,20 @@ class Tx:
             raise _Disabled(why) if why else _DISABLED.with_traceback(None)
 
     # -- globals -----------------------------------------------------------
+
+    @property
+    def g(self) -> G:
+        """The globals, read field by field: ``tx.g.queue`` (each read is logged)."""
+        found = self._g
+        if found is None:
+            found = self._g = self.system.globals_reader()(self)
+        return found
+
+    def put(self, **changes: Hashable) -> None:
+        """Write globals by field name: ``tx.put(queue=queue + (task,))``."""
+        index = self.system.global_field_index
+        for name, value in changes.items():
+            self._write_value(index(name), value)
 
     def get(self, name: str) -> Any:
         """The current value of global `name`."""
@@ -409,10 +430,12 @@ class System:
     components: tuple[Component, ...]
     actions: tuple[Action, ...]
     globals: tuple[Global, ...] = ()
-    init: Callable[[Tx], None] | None = None
+    init: Callable[[Tx[Any]], None] | None = None
     properties: tuple[Any, ...] = ()
     doc: str = ""
     equivalent_mutants: Mapping[str, str] = field(default_factory=dict)
+    record: type | None = None  # the globals record type, when declared as one
+    _reads: Any = field(init=False, repr=False)
     _slot_index: dict[tuple[str, Hashable], int] = field(init=False, repr=False)
     _global_index: dict[str, int] = field(init=False, repr=False)
     _components: dict[str, Component] = field(init=False, repr=False)
@@ -427,8 +450,8 @@ class System:
         *,
         components: Iterable[Component],
         actions: Iterable[Action],
-        globals: Iterable[Global] = (),
-        init: Callable[[Tx], None] | None = None,
+        globals: Iterable[Global] | type = (),
+        init: Callable[[Tx[Any]], None] | None = None,
         properties: Iterable[Any] = (),
         doc: str = "",
         equivalent_mutants: Mapping[str, str] | None = None,
@@ -437,7 +460,13 @@ class System:
         setattr_(self, "name", name)
         setattr_(self, "components", tuple(components))
         setattr_(self, "actions", tuple(actions))
+        if isinstance(globals, type):
+            setattr_(self, "record", globals)
+            globals = record_globals(globals, f"system {name!r}")
+        else:
+            setattr_(self, "record", None)
         setattr_(self, "globals", tuple(globals))
+        setattr_(self, "_reads", None)
         setattr_(self, "init", init)
         setattr_(self, "properties", tuple(properties))
         setattr_(self, "doc", doc)
@@ -545,6 +574,36 @@ class System:
                 f"{sorted(self._global_index)}"
             ) from None
 
+    def global_field_index(self, name: str) -> int:
+        """Position of record field `name` in `SystemState.values` (for `Tx.put`)."""
+        index = self._global_index.get(name)
+        if index is None or self.record is None:
+            raise ActionError(self._not_a_field(name))
+        return index
+
+    def _not_a_field(self, name: str) -> str:
+        if self.record is None:
+            return (
+                f"system {self.name!r} declares its globals as Global entries, not as a "
+                f"record type; read and write them with tx.get/tx.set, or pass "
+                f"globals=<a NamedTuple> to System"
+            )
+        return (
+            f"system {self.name!r}: globals record {self.record.__name__} has no field "
+            f"{name!r}; fields are {[g.name for g in self.globals]}"
+        )
+
+    def globals_reader(self) -> Any:
+        """The class whose instances read the globals record through a `Tx`."""
+        reads = self._reads
+        if reads is None:
+            if self.record is None:
+                raise ActionError(self._not_a_field("g"))
+            names = tuple(g.name for g in self.globals)
+            reads = reader(self.record, names, f"system {self.name!r}")
+            object.__setattr__(self, "_reads", reads)
+        return reads
+
     def labels(self) -> tuple[ActionLabel, ...]:
         """Every action with every argument combination, enabled or not."""
         return tuple(ActionLabel(a.name, args) for a, args, _ in self._attempts)
@@ -563,7 +622,7 @@ class System:
         )
         if self.init is None:
             return (empty,)
-        tx = Tx(self, empty)
+        tx: Tx[Any] = Tx(self, empty)
         try:
             self.init(tx)
         except _Disabled as exc:
@@ -576,7 +635,7 @@ class System:
         """Every enabled action in `state` with the step it makes."""
         steps: list[SystemStep] = []
         for action, args, kwargs in self._attempts:
-            tx = Tx(self, state)
+            tx: Tx[Any] = Tx(self, state)
             try:
                 action.run(tx, **kwargs)
             except _Disabled:
@@ -634,7 +693,7 @@ class System:
     def _apply(
         self, action: Action, args: tuple[tuple[str, Hashable], ...], state: SystemState
     ) -> SystemStep | None:
-        tx = Tx(self, state)
+        tx: Tx[Any] = Tx(self, state)
         try:
             action.run(tx, **dict(args))
         except _Disabled:
@@ -646,7 +705,7 @@ class System:
 
     # -- reading states ----------------------------------------------------------
 
-    def view(self, state: SystemState) -> StateView:
+    def view(self, state: SystemState) -> StateView[Any]:
         """A read-only accessor over `state` for predicates and tables."""
         return StateView(self, state)
 
@@ -657,14 +716,26 @@ class System:
         )
 
 
-class StateView:
+class StateView(Generic[G]):
     """Read access to a `SystemState` by name: what properties are written against."""
 
-    __slots__ = ("state", "system")
+    __slots__ = ("_g", "state", "system")
 
     def __init__(self, system: System, state: SystemState) -> None:
         self.system = system
         self.state = state
+        self._g: G | None = None
+
+    @property
+    def g(self) -> G:
+        """The globals as the system's record type: ``view.g.received``."""
+        found = self._g
+        if found is None:
+            record = self.system.record
+            if record is None:
+                raise ActionError(self.system._not_a_field("g"))
+            found = self._g = make_record(record, self.state.values)
+        return found
 
     def get(self, name: str) -> Any:
         """The value of global `name`."""
