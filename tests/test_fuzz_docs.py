@@ -22,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,3 +236,32 @@ def test_another_system_of_ones_own_runs_as_the_implementation(
         "--target uploads:UPLOADS --adapter model:uploads:BUGGY"
     )
     assert main(shlex.split(report["finding"]["replay"])[1:]) == 1
+
+
+def test_the_plugin_option_table_lists_what_the_plugin_registers() -> None:
+    """docs/vllm-omni.md's option table: every option the plugin adds, with its default."""
+    from statecore.pytest_plugin import pytest_addoption
+
+    registered: dict[str, Any] = {}
+
+    class Group:
+        def addoption(self, name: str, **kwargs: Any) -> None:
+            registered[name] = kwargs
+
+    class Parser:
+        def getgroup(self, *args: Any) -> Group:
+            return Group()
+
+    pytest_addoption(Parser())  # type: ignore[arg-type]
+    page = (Path(__file__).parents[1] / "docs" / "vllm-omni.md").read_text()
+    rows = dict(re.findall(r"^\| `(--statecore-[a-z-]+)[^`]*` \| ([^|]+) \|", page, re.M))
+    assert sorted(rows) == sorted(registered)
+    for name, kwargs in registered.items():
+        shown = rows[name].strip()
+        if kwargs.get("action") == "store_true":
+            assert shown == "off", name
+        elif kwargs["default"] is not None:
+            assert shown == str(kwargs["default"]), name
+        else:
+            # No default of its own: the page says what runs instead.
+            assert shown in {"none", "100 (the `ci` profile)"}, name
