@@ -536,7 +536,11 @@ def statecore_speed(
         note = f"known: {', '.join(sorted(report.known))}"
     else:
         note = "no finding"
-    return Speed(label, report.examples, report.steps, report.seconds, note)
+    # Every phase is timed (guided paths, search, shrinking), so every phase's
+    # runs and steps are counted: a guided path is one run, like an example.
+    paths = report.guided.paths if report.guided is not None else 0
+    note += f"; {paths} guided paths + {report.examples} examples"
+    return Speed(label, paths + report.examples, report.all_steps, report.seconds, note)
 
 
 def baseline_speed(examples: int) -> Speed:
