@@ -21,12 +21,13 @@ from typing import Any
 from statecore.adapter import Adapter
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from . import request_state as rs
 from .request_state_impl import Access, RequestStateAccessor, RequestStateView
+from .request_state_machines import NAMESPACES, namespace_var
+from .request_state_records import Shared
 
 __all__ = ["NS", "AccessorBinding"]
 
-NS: tuple[str, ...] = rs.NAMESPACES
+NS: tuple[str, ...] = NAMESPACES
 """The namespaces the model declares (the accessor is built with the same ones)."""
 
 # The accessor's `Access.status` -> the model's ``access`` output ``result``.
@@ -52,6 +53,9 @@ class AccessorBinding(Adapter):
         self.views: dict[Handle, RequestStateView] = {}
         self.expected_accesses: tuple[tuple[str, str], ...] = ()
         self.observed_accesses: tuple[tuple[str, str], ...] = ()
+        # The event of each request-state transition, by transition name.
+        machine = system.component("state").machine
+        self.events = {t.name: t.event for t in machine.transitions}
 
     def apply(self, step: SystemStep, before: SystemState) -> None:
         was, now = self.system.view(before), self.system.view(step.state)
@@ -77,7 +81,7 @@ class AccessorBinding(Adapter):
         for taken in step.taken:
             if taken.component != "state":
                 continue
-            event = taken.transition.split("--")[1]
+            event = self.events[taken.transition]
             if event == "complete_segment":
                 self.accessor.complete_segment(str(ext))
             elif event == "send_failed":
@@ -97,22 +101,18 @@ class AccessorBinding(Adapter):
             ("views", views),
         )
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[Shared]) -> Hashable:
         ext = self.system.component("state").key_values[0]
         snap = view.snapshot("state", ext)
         held = (
             frozenset()
             if snap is None
-            else frozenset(ns for i, ns in enumerate(NS) if getattr(snap, rs.namespace_var(i)))
+            else frozenset(ns for i, ns in enumerate(NS) if getattr(snap, namespace_var(i)))
         )
         views = tuple(
             sorted(
-                (
-                    sender.generation,
-                    view.slot("state", state.key).generation == state.generation
-                    and view.slot("state", state.key).snapshot is not None,
-                )
-                for sender, state in view.get("views")
+                (retained.sender.generation, view.snapshot(retained.state) is not None)
+                for retained in view.g.views
             )
         )
         return (

@@ -12,8 +12,13 @@ path let run was refused its state), and the witnesses ``segment_done`` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from statecore.properties import Property, always, eventually, sometimes
 from statecore.system import StateView
+
+if TYPE_CHECKING:  # the model imports this module: no import back at run time
+    from statecore.models.request_state_records import Shared
 
 GENERATION_FENCED = "generation_fenced"
 NO_RECREATE_AFTER_CLEANUP = "no_recreate_after_cleanup"
@@ -26,12 +31,36 @@ ONE_SENDER_PER_REQUEST = "one_sender_per_request"
 TASKS_MATCH_SAVES = "tasks_match_saves"
 
 
-def _no_recreate(v: StateView) -> bool:
+def _not_crossed(v: StateView[Shared]) -> bool:
+    return not v.g.crossed
+
+
+def _late_check_ran(v: StateView[Shared]) -> bool:
+    return v.g.late_check is not None
+
+
+def _late_check_refused(v: StateView[Shared]) -> bool:
+    return v.g.late_check == "refused"
+
+
+def _producer_not_refused(v: StateView[Shared]) -> bool:
+    return not v.g.refused_in_producer
+
+
+def _segment_done(v: StateView[Shared]) -> bool:
+    return v.g.segment_done
+
+
+def _delivered(v: StateView[Shared]) -> bool:
+    return v.g.delivered
+
+
+def _no_recreate(v: StateView[Shared]) -> bool:
     """Request state exists only while a sender generation of its id is current."""
     return all(v.snapshot("sender", handle.key) is not None for handle, _ in v.live("state"))
 
 
-def _no_leak(v: StateView) -> bool:
+def _no_leak(v: StateView[Shared]) -> bool:
     """Request state is held only for a request that is still running."""
     for handle, _ in v.live("state"):
         request = v.snapshot("request", handle.key)
@@ -40,17 +69,17 @@ def _no_leak(v: StateView) -> bool:
     return True
 
 
-def _retained(v: StateView) -> bool:
+def _retained(v: StateView[Shared]) -> bool:
     """Every namespace created in a live state generation is still there."""
-    for handle, var in v.get("made"):
-        slot = v.slot("state", handle.key)
-        live = slot.snapshot is not None and slot.generation == handle.generation
-        if live and not getattr(slot.snapshot, var):
+    for made in v.g.made:
+        slot = v.slot("state", made.state.key)
+        live = slot.snapshot is not None and slot.generation == made.state.generation
+        if live and not getattr(slot.snapshot, made.var):
             return False
     return True
 
 
-def _one_sender(v: StateView) -> bool:
+def _one_sender(v: StateView[Shared]) -> bool:
     """No external id has started more sender generations than requests."""
     return all(
         v.slot("sender", ext).generation <= v.slot("request", ext).generation
@@ -58,15 +87,15 @@ def _one_sender(v: StateView) -> bool:
     )
 
 
-def _tasks_match_saves(v: StateView) -> bool:
+def _tasks_match_saves(v: StateView[Shared]) -> bool:
     """A live request's queued and running tasks are among the saves it made."""
-    tasks = list(v.get("queue"))
-    flight = v.get("in_flight")
+    tasks = list(v.g.queue)
+    flight = v.g.in_flight
     if flight is not None:
-        tasks.append(flight[0])
-    terminals = v.get("terminals")
+        tasks.append(flight.task)
+    terminals = v.g.terminals
     for handle, snap in v.live("request"):
-        kinds = [task[3] for task in tasks if task[2] == handle]
+        kinds = [task.kind for task in tasks if task.request == handle]
         if kinds.count("segment_end") > snap.segments:
             return False
         if kinds.count("terminal") > (1 if handle in terminals else 0):
@@ -74,41 +103,44 @@ def _tasks_match_saves(v: StateView) -> bool:
     return True
 
 
-def _eos(v: StateView) -> bool:
-    return bool(v.get("terminals") <= v.get("terminal_put"))
+def _eos(v: StateView[Shared]) -> bool:
+    return v.g.terminals <= v.g.terminal_put
 
 
-def _retired_view(v: StateView) -> bool:
+def _retired_view(v: StateView[Shared]) -> bool:
     """A view retained from a generation whose sender and state are both gone."""
     return any(
-        v.snapshot("sender", sender.key) is None and v.slot("state", state.key).snapshot is None
-        for sender, state in v.get("views")
+        v.snapshot("sender", view.sender.key) is None
+        and v.slot("state", view.state.key).snapshot is None
+        for view in v.g.views
     )
 
 
-def _reused_with_view(v: StateView) -> bool:
+def _reused_with_view(v: StateView[Shared]) -> bool:
     """A later generation is current while a view of an earlier one is retained."""
-    for sender, _ in v.get("views"):
-        slot = v.slot("sender", sender.key)
-        if slot.snapshot is not None and slot.generation > sender.generation:
+    for view in v.g.views:
+        slot = v.slot("sender", view.sender.key)
+        if slot.snapshot is not None and slot.generation > view.sender.generation:
             return True
     return False
 
 
-def _cancelled_flush(v: StateView) -> bool:
-    flight = v.get("in_flight")
-    if flight is None or flight[1] != "begun" or flight[0][3] != "terminal":
+def _cancelled_flush(v: StateView[Shared]) -> bool:
+    flight = v.g.in_flight
+    if flight is None or flight.phase != "begun" or flight.task.kind != "terminal":
         return False
-    sender = v.snapshot("sender", flight[0][0].key)
+    sender = v.snapshot("sender", flight.task.sender.key)
     return sender is not None and sender.state == "draining"
 
 
-def _cancelled_chunk_in_flight(v: StateView) -> bool:
+def _cancelled_chunk_in_flight(v: StateView[Shared]) -> bool:
     return any(snap.state == "retiring" for _, snap in v.live("sender"))
 
 
-def _failed_keeps(v: StateView) -> bool:
-    return any(snap.state == "failed" and any(snap[1:]) for _, snap in v.live("state"))
+def _failed_keeps(v: StateView[Shared]) -> bool:
+    return any(
+        snap.state == "failed" and any(snap.values().values()) for _, snap in v.live("state")
+    )
 
 
 def properties() -> tuple[Property, ...]:
@@ -118,7 +150,7 @@ def properties() -> tuple[Property, ...]:
             GENERATION_FENCED,
             "A retired generation, and every view retained from it, never creates, reads "
             "or changes its successor's state.",
-            lambda v: not v.get("crossed"),
+            _not_crossed,
             source="seed 000 (RFC #6453): views fenced by sender-generation identity; "
             "_send_single_request: _sender_tokens.get(ext) is sender_token",
         ),
@@ -135,8 +167,8 @@ def properties() -> tuple[Property, ...]:
             "After cleanup, the test's late get_or_create goes through a view of the "
             "cleaned-up generation and its fence refuses it: a call that raises because no "
             "accessor is installed exercises no fence.",
-            lambda v: v.get("late_check") == "refused",
-            when=lambda v: v.get("late_check") is not None,
+            _late_check_refused,
+            when=_late_check_ran,
             source="seed 000 review P2: the post-exit adapter.request_state assert cannot "
             "fail; assert get_or_create on a view captured inside the producer",
         ),
@@ -160,7 +192,7 @@ def properties() -> tuple[Property, ...]:
             FLUSH_REACHES_STATE,
             "A producer the send path lets run (a cancelled-but-current terminal flush "
             "included) always reaches its request's state.",
-            lambda v: not v.get("refused_in_producer"),
+            _producer_not_refused,
             source="seed 000 review P1: is_active treats cancelled as unavailable; "
             "'cancelled does not veto a terminal chunk' (_send_single_request)",
         ),
@@ -217,7 +249,7 @@ def properties() -> tuple[Property, ...]:
         sometimes(
             "segment_completed_with_state",
             "A segment completes while the request holds a namespace.",
-            lambda v: bool(v.get("segment_done")),
+            _segment_done,
             source="vacuity guard for request_state_retained",
         ),
         sometimes(
@@ -229,7 +261,7 @@ def properties() -> tuple[Property, ...]:
         sometimes(
             "terminal_delivered",
             "A terminal put succeeds.",
-            lambda v: bool(v.get("delivered")),
+            _delivered,
             source="vacuity guard for eos_delivered",
         ),
     )
