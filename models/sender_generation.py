@@ -36,57 +36,59 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from statecore import Event, Field, Machine, Outcome, State, Transition, Var
+from statecore.definition import Payload, Snapshot
 from statecore.system import Handle, Tx
 
 BOOL = (False, True)
 
 
+def not_in_flight(s: Snapshot, p: Payload) -> bool:
+    """No task of the generation is running."""
+    return not s.in_flight
+
+
+def in_flight(s: Snapshot, p: Payload) -> bool:
+    """A task of the generation is running."""
+    return bool(s.in_flight)
+
+
+def terminal_not_in_flight(s: Snapshot, p: Payload) -> bool:
+    """The task is a terminal (``cancelled`` does not veto it) and nothing else runs."""
+    return bool(p["terminal"] and not s.in_flight)
+
+
+def chunk_in_flight(s: Snapshot, p: Payload) -> bool:
+    """The running task is a chunk or a segment end."""
+    return bool(s.in_flight and not p["terminal"])
+
+
+def terminal_in_flight(s: Snapshot, p: Payload) -> bool:
+    """The running task is the terminal."""
+    return bool(s.in_flight and p["terminal"])
+
+
+def take_task(s: Snapshot, p: Payload) -> dict[str, bool]:
+    """The save thread runs the task."""
+    return {"in_flight": True}
+
+
+def release_task(s: Snapshot, p: Payload) -> dict[str, bool]:
+    """The task's finally: nothing of the generation runs."""
+    return {"in_flight": False}
+
+
 def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> Machine:
     """The sender-generation machine; ``defer_cleanup=False`` is the pre-#6670 bug."""
-
-    def idle(s: object, p: object) -> bool:
-        return not getattr(s, "in_flight")  # noqa: B009
-
-    def busy(s: object, p: object) -> bool:
-        return bool(getattr(s, "in_flight"))  # noqa: B009
-
-    def start(s: object, p: object) -> dict[str, bool]:
-        return {"in_flight": True}
-
-    def stop(s: object, p: object) -> dict[str, bool]:
-        return {"in_flight": False}
-
     if defer_cleanup:
-        cleanup_pending = Transition(
-            "terminal_pending",
-            "cleanup",
-            "draining",
-            guard_label="terminal pending",
-            effect_label="cancelled, cleanup_deferred",
-        )
+        # cancelled, cleanup deferred to the terminal's fence release
+        cleanup_pending = [Transition("terminal_pending", "cleanup", "draining")]
     else:
-        cleanup_pending = Transition(
-            "terminal_pending",
-            "cleanup",
-            "reclaimed",
-            guard=idle,
-            guard_label="not in flight",
-            effect_label="pop token, clear state (terminal still queued!)",
-        )
-    extra = (
-        []
-        if defer_cleanup
-        else [
-            Transition(
-                "terminal_pending",
-                "cleanup",
-                "retiring",
-                guard=busy,
-                guard_label="in flight",
-                effect_label="cancelled",
-            )
+        # reclaimed at once (token popped, state cleared) though the terminal is
+        # still queued; or, while a task runs, cancelled for its finally to reclaim
+        cleanup_pending = [
+            Transition("terminal_pending", "cleanup", "reclaimed", guard=not_in_flight),
+            Transition("terminal_pending", "cleanup", "retiring", guard=in_flight),
         ]
-    )
     states = [
         State("open", initial=True, doc="current, not cancelled"),
         State("terminal_pending", hot=True, doc="terminal queued or in flight"),
@@ -113,33 +115,14 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
     ]
     transitions = [
         Transition(("open", "terminal_pending"), "save_terminal", "terminal_pending"),
-        # begin: the fence in _send_single_request.
+        # begin: the fence in _send_single_request (the generation is current).
         Transition(
-            ("open", "terminal_pending"),
-            "begin",
-            None,
-            guard=idle,
-            guard_label="current",
-            effect=start,
-            effect_label="in_flight",
+            ("open", "terminal_pending"), "begin", None, guard=not_in_flight, effect=take_task
         ),
-        Transition(
-            "draining",
-            "begin",
-            None,
-            guard=lambda s, p: p["terminal"] and not s.in_flight,
-            guard_label="terminal (cancelled does not veto it)",
-            effect=start,
-            effect_label="in_flight",
-        ),
+        Transition("draining", "begin", None, guard=terminal_not_in_flight, effect=take_task),
         # end: the finally of _send_single_request and _release_terminal_fence.
         Transition(
-            ("open", "terminal_pending"),
-            "end",
-            None,
-            guard=lambda s, p: s.in_flight and not p["terminal"],
-            guard_label="chunk",
-            effect=stop,
+            ("open", "terminal_pending"), "end", None, guard=chunk_in_flight, effect=release_task
         ),
         # A terminal's finally releases the fence. After a successful put the
         # post-put cleanup() has already moved the generation to 'draining'
@@ -147,61 +130,25 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
         # skipped, and the state is kept. From 'open' too: a second terminal
         # queued on the same generation (a reused id joined it) runs after the
         # first one's fence release cleared the single terminal_pending flag.
+        # The fence is released and the state kept.
         Transition(
             ("open", "terminal_pending"),
             "end",
             "open",
-            guard=lambda s, p: s.in_flight and p["terminal"],
-            guard_label="terminal",
-            effect=stop,
-            effect_label="fence released, state kept",
+            guard=terminal_in_flight,
+            effect=release_task,
         ),
-        Transition(
-            "draining",
-            "end",
-            "reclaimed",
-            guard=lambda s, p: s.in_flight and p["terminal"],
-            guard_label="terminal",
-            effect=stop,
-            effect_label="deferred cleanup",
-        ),
-        Transition(
-            "draining",
-            "end",
-            None,
-            guard=lambda s, p: s.in_flight and not p["terminal"],
-            guard_label="chunk",
-            effect=stop,
-            effect_label="terminal still owes cleanup",
-        ),
-        Transition(
-            "retiring",
-            "end",
-            "reclaimed",
-            guard=lambda s, p: s.in_flight,
-            guard_label="in flight",
-            effect=stop,
-            effect_label="finally reclaims",
-        ),
-        # cleanup_sender.
-        Transition(
-            "open",
-            "cleanup",
-            "reclaimed",
-            guard=idle,
-            guard_label="not in flight",
-            effect_label="pop token, clear state",
-        ),
-        Transition(
-            "open",
-            "cleanup",
-            "retiring",
-            guard=busy,
-            guard_label="in flight",
-            effect_label="cancelled",
-        ),
-        cleanup_pending,
-        *extra,
+        # The terminal's fence release runs the deferred cleanup.
+        Transition("draining", "end", "reclaimed", guard=terminal_in_flight, effect=release_task),
+        # A chunk's finally: the terminal still owes the cleanup.
+        Transition("draining", "end", None, guard=chunk_in_flight, effect=release_task),
+        # The finally of the chunk that was in flight reclaims the generation.
+        Transition("retiring", "end", "reclaimed", guard=in_flight, effect=release_task),
+        # cleanup_sender: reclaim now (pop token, clear state), or cancel and
+        # leave it to the in-flight task's finally.
+        Transition("open", "cleanup", "reclaimed", guard=not_in_flight),
+        Transition("open", "cleanup", "retiring", guard=in_flight),
+        *cleanup_pending,
     ]
     if not defer_cleanup:  # before #6670 nothing ever reaches 'draining'
         states = [st for st in states if st.name != "draining"]
@@ -219,11 +166,13 @@ def sender_generation_machine(*, defer_cleanup: bool = True, name: str = "") -> 
 SENDER_GENERATION = sender_generation_machine()
 
 
-ClearState = Callable[[Tx, Hashable], None]
+ClearState = Callable[[Tx[Any], Hashable], None]
 """What ``_clear_sender_state_locked(ext)`` drops in a system: (tx, external id)."""
 
 
-def fire_sender(tx: Tx, token: Handle, event: str, clear: ClearState, **payload: Any) -> Outcome:
+def fire_sender(
+    tx: Tx[Any], token: Handle, event: str, clear: ClearState, **payload: Any
+) -> Outcome:
     """Fire on a ``sender`` instance; reclaiming it pops the token and runs `clear`."""
     outcome = tx.fire(token, event, **payload)
     if outcome.accepted and outcome.snapshot.state == "reclaimed":
@@ -232,7 +181,7 @@ def fire_sender(tx: Tx, token: Handle, event: str, clear: ClearState, **payload:
     return outcome
 
 
-def cleanup_sender(tx: Tx, ext: Hashable, clear: ClearState) -> None:
+def cleanup_sender(tx: Tx[Any], ext: Hashable, clear: ClearState) -> None:
     """``cleanup_sender(ext)``: reclaim now, defer to the terminal, or leave to the finally.
 
     With no token the per-request state is cleared all the same (CTA:977-1012).

@@ -34,6 +34,7 @@ from typing import Any
 
 from statecore import Event, Machine, State, Transition
 from statecore.properties import Property, always, eventually, monitor, sometimes
+from statecore.models.chunk_transfer_records import FINISHING, Shared
 from statecore.system import Emitted, StateView
 
 from .request_state import STATE_RETAINED
@@ -52,25 +53,27 @@ REUSE_ISOLATION = "reuse_isolation"
 LIVE_REQUEST = ("running", "parked")
 
 
-def _terminal_delivered(v: StateView) -> bool:
-    settled = v.get("received") | v.get("released")
-    return bool(v.get("terminals") <= settled)
+View = StateView[Shared]
 
 
-def _saves_sent_once(v: StateView) -> bool:
+def _terminal_delivered(v: View) -> bool:
+    return v.g.terminals <= v.g.received | v.g.released
+
+
+def _saves_sent_once(v: View) -> bool:
     """No save has two copies in the queue, the save thread (before its put) and the connector."""
-    copies = [(t[1], t[2], t[4]) for t in v.get("queue")]
-    flight = v.get("in_flight")
-    if flight is not None and flight[1] != "finishing":
-        task = flight[0]
-        copies.append((task[1], task[2], task[4]))
-    copies += [(item[0], item[1], item[4]) for item in v.get("mailbox")]
+    copies = [(task.request, task.kind, task.save) for task in v.g.queue]
+    flight = v.g.in_flight
+    if flight is not None and flight.phase != FINISHING:
+        task = flight.task
+        copies.append((task.request, task.kind, task.save))
+    copies += [(item.request, item.kind, item.save) for item in v.g.mailbox]
     return len(copies) == len(set(copies))
 
 
-def _failed_requests_finished(v: StateView) -> bool:
+def _failed_requests_finished(v: View) -> bool:
     """A failed request, while it is still its id's current request, is aborted."""
-    for request in v.get("failed") | v.get("released"):
+    for request in v.g.failed | v.g.released:
         slot = v.slot("request", request.key)
         held = slot.snapshot if slot.generation == request.generation else None
         if held is not None and held.state != "aborted":
@@ -78,19 +81,55 @@ def _failed_requests_finished(v: StateView) -> bool:
     return True
 
 
-def _chunks_delivered(v: StateView) -> bool:
-    return not v.get("owed")
+def _chunks_delivered(v: View) -> bool:
+    return not v.g.owed
 
 
-def _error_markers_visible(v: StateView) -> bool:
-    return not v.get("error_markers")
+def _error_markers_visible(v: View) -> bool:
+    return not v.g.error_markers
 
 
-def _failures_release(v: StateView) -> bool:
-    return bool(v.get("failures") <= v.get("released"))
+def _failures_release(v: View) -> bool:
+    return v.g.failures <= v.g.released
 
 
-def _no_sender_leak(v: StateView) -> bool:
+def _nothing_dropped(v: View) -> bool:
+    return not v.g.lost
+
+
+def _no_state_crossed(v: View) -> bool:
+    return not v.g.crossed
+
+
+def _state_made(v: View) -> bool:
+    return bool(v.g.made)
+
+
+def _terminal_received(v: View) -> bool:
+    return bool(v.g.received)
+
+
+def _cleanup_while_terminal_pending(v: View) -> bool:
+    return any(s.state in ("draining", "retiring") for _, s in v.live("sender"))
+
+
+def _external_id_reused(v: View) -> bool:
+    return any(slot.generation >= 2 for _, slot in v.instances("request"))
+
+
+def _request_aborted(v: View) -> bool:
+    return any(s.state == "aborted" and h not in v.g.failures for h, s in v.live("request"))
+
+
+def _next_segment_opened(v: View) -> bool:
+    return any(s.state == "running" and s.ends for _, s in v.live("request"))
+
+
+def _segment_completed_with_state(v: View) -> bool:
+    return v.g.segment_done
+
+
+def _no_sender_leak(v: View) -> bool:
     """Sender state (generation, producer state, watermarks) only for a live request."""
     held = {handle.key for kind in ("sender", "state") for handle, _ in v.live(kind)}
     held |= {h.key for h, s in v.live("watermark") if (s.expected, s.sent) != (None, None)}
@@ -101,11 +140,11 @@ def _no_sender_leak(v: StateView) -> bool:
     return True
 
 
-def _state_retained(v: StateView) -> bool:
+def _state_retained(v: View) -> bool:
     """Every producer state a processor made is still there while its generation lives."""
-    for handle, _request in v.get("made"):
-        slot = v.slot("state", handle.key)
-        held = slot.snapshot if slot.generation == handle.generation else None
+    for made in v.g.made:
+        slot = v.slot("state", made.state.key)
+        held = slot.snapshot if slot.generation == made.state.generation else None
         if held is not None and not held.ns0:
             return False
     return True
@@ -230,7 +269,7 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
         always(
             NO_CURRENT_SAVE_DROPPED,
             "save_async never silently drops a chunk, segment end or terminal of a request.",
-            lambda v: not v.get("lost"),
+            _nothing_dropped,
             source="save_async 'Skip late save_async' (CTA:421-429) and the token watermark "
             "(CTA:452-463) record no failure",
         ),
@@ -246,7 +285,7 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             REUSE_ISOLATION,
             "A request that reuses an external id never reads the previous request's "
             "producer state (request_payload).",
-            lambda v: not v.get("crossed"),
+            _no_state_crossed,
             source="seed 000 (RFC #6453): state fenced by sender-generation identity",
         ),
         always(
@@ -254,7 +293,7 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             "While a request's producer state lives, what its processor made is still there: "
             "segment completion keeps request-wide state.",
             _state_retained,
-            when=lambda v: bool(v.get("made")),
+            when=_state_made,
             source="seed 000 PR: 'segment completion retains request-wide state'",
         ),
         eventually(
@@ -297,13 +336,13 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
         sometimes(
             "terminal_reaches_consumer",
             "Some request's terminal reaches its consumer.",
-            lambda v: bool(v.get("received")),
+            _terminal_received,
             source="vacuity guard",
         ),
         sometimes(
             "cleanup_while_terminal_pending",
             "cleanup_sender can run while a terminal is queued.",
-            lambda v: any(s.state in ("draining", "retiring") for _, s in v.live("sender")),
+            _cleanup_while_terminal_pending,
             source="vacuity guard for #6670",
         ),
         *(
@@ -311,7 +350,7 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
                 sometimes(
                     "external_id_reused",
                     "A new request can reuse an external id.",
-                    lambda v: any(slot.generation >= 2 for _, slot in v.instances("request")),
+                    _external_id_reused,
                     source="vacuity guard for reuse isolation",
                 )
             ]
@@ -321,21 +360,19 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
         sometimes(
             "request_aborted",
             "finish_requests can end a request whose send never failed (an abort).",
-            lambda v: any(
-                s.state == "aborted" and h not in v.get("failures") for h, s in v.live("request")
-            ),
+            _request_aborted,
             source="vacuity guard for the abort path",
         ),
         sometimes(
             "next_segment_opened",
             "A streaming update reopens a request after its segment end.",
-            lambda v: any(s.state == "running" and s.ends for _, s in v.live("request")),
+            _next_segment_opened,
             source="vacuity guard for segment_order past the first segment",
         ),
         sometimes(
             "segment_completed_with_state",
             "A segment completes while its request holds producer state.",
-            lambda v: bool(v.get("segment_done")),
+            _segment_completed_with_state,
             source=f"vacuity guard for {STATE_RETAINED}",
         ),
     )
