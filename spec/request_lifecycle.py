@@ -25,6 +25,9 @@ guards below say that each situation they need is reachable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from statecore.spec.stream_edge import (
     DROPPED,
     OBSERVATION,
@@ -42,6 +45,11 @@ from statecore.spec.stream_edge import (
 from statecore.properties import Property, always, eventually, monitor, sometimes
 from statecore.system import Emitted, Handle, StateView
 
+if TYPE_CHECKING:  # the model imports this spec: at run time the import would be a cycle
+    from statecore.models.request_lifecycle_records import Ownership, Shared
+
+    View = StateView[Shared]
+
 RECORD_FAIL_OPEN = "record_fail_open"
 LATE_FAIL_OPEN = "late_observation_fail_open"
 NO_LEAK = "no_leak_after_cleanup"
@@ -57,95 +65,133 @@ SOURCE = "vllm-omni PR for RFC #6472 (seed 004), review at head 9323594"
 OMNI = "vllm-omni 0.30.0"
 
 
-def live(v: StateView, handle: Handle) -> bool:
+def live(v: View, handle: Handle) -> bool:
     """Whether `handle` names the instance that is live now (not removed, not stale)."""
     slot = v.slot(handle.component, handle.key)
     return slot.snapshot is not None and slot.generation == handle.generation
 
 
-def kind_of(v: StateView, request: Handle) -> str | None:
+def kind_of(v: View, request: Handle) -> str | None:
     """The kind of state object registered for `request`."""
-    for handle, kind in v.get("state_objects"):
-        if handle == request:
-            return str(kind)
+    for state_object in v.g.state_objects:
+        if state_object.request == request:
+            return state_object.kind
     return None
 
 
-def registered(v: StateView) -> int:
+def registered(v: View) -> int:
     """How many request states ``request_states`` holds."""
     return sum(1 for _ in v.live("request"))
 
 
-def _open_parts(v: StateView, request: Handle) -> list[Handle]:
+def _open_parts(v: View, request: Handle) -> list[Handle]:
     """The recorder, edges and segments of `request` still able to take something."""
     found = []
-    for handle, owner in v.get("owner"):
-        if owner != request or not live(v, handle):
+    for owned in v.g.owner:
+        if owned.request != request or not live(v, owned.part):
             continue
-        snap = v.slot(handle.component, handle.key).snapshot
+        snap = v.slot(owned.part.component, owned.part.key).snapshot
         assert snap is not None
         if snap.state in ("open", "idle", "active", "live"):
-            found.append(handle)
+            found.append(owned.part)
     return found
 
 
-def _no_open_orphan(v: StateView) -> bool:
+def _no_open_orphan(v: View) -> bool:
     """No recorder, edge or segment is open for a request that is no longer registered."""
-    requests = {request for _, request in v.get("owner")}
+    requests = {owned.request for owned in v.g.owner}
     return all(live(v, r) or not _open_parts(v, r) for r in requests)
 
 
-def _recorders_open(v: StateView) -> bool:
+def _recorders_open(v: View) -> bool:
     """Every registered request's recorder is open."""
-    for handle, request in v.get("owner"):
-        if handle.component == "recorder" and live(v, request) and live(v, handle):
-            snap = v.slot("recorder", handle.key).snapshot
+    for owned in v.g.owner:
+        part = owned.part
+        if part.component == "recorder" and live(v, owned.request) and live(v, part):
+            snap = v.slot("recorder", part.key).snapshot
             if snap is None or snap.state != "open":
                 return False
     return True
 
 
-def _gauge_current(v: StateView) -> bool:
+def _gauge_current(v: View) -> bool:
     """The published gauge counts no request that has left request_states."""
-    return int(v.get("gauge")) <= registered(v)
+    return v.g.gauge <= registered(v)
 
 
-def _cleanup_total(v: StateView) -> bool:
-    return all(not live(v, r) for r in v.get("cleaned"))
+def _cleanup_ran(v: View) -> bool:
+    return bool(v.g.cleaned)
 
 
-def _side_tables_clear(v: StateView) -> bool:
-    return all(v.snapshot("request", x) is not None for x in v.get("consumed"))
+def _cleanup_total(v: View) -> bool:
+    return all(not live(v, r) for r in v.g.cleaned)
 
 
-def retained(v: StateView) -> list[tuple[Handle, Handle]]:
+def _side_tables_clear(v: View) -> bool:
+    return all(v.snapshot("request", x) is not None for x in v.g.consumed)
+
+
+def _no_late_accepts(v: View) -> bool:
+    return not v.g.late_accepts
+
+
+def _none_misattributed(v: View) -> bool:
+    return not v.g.misattributed
+
+
+def _id_reused(v: View) -> bool:
+    return any(slot.generation >= 2 for _, slot in v.instances("request"))
+
+
+def retained(v: View) -> list[Ownership]:
     """``(segment handle, request)`` for every segment handle handed out."""
-    return [(h, r) for h, r in v.get("owner") if h.component == "segment"]
+    return [owned for owned in v.g.owner if owned.part.component == "segment"]
 
 
-def _retained_past_removal(v: StateView) -> bool:
-    return any(not live(v, r) for _, r in retained(v))
+def _retained_past_removal(v: View) -> bool:
+    return any(not live(v, owned.request) for owned in retained(v))
 
 
-def _stale_handle_retained(v: StateView) -> bool:
+def _stale_handle_retained(v: View) -> bool:
     """A producer holds a handle of an older instance while a newer one is registered."""
-    for _, request in retained(v):
-        slot = v.slot("request", request.key)
-        if slot.snapshot is not None and slot.generation > request.generation:
+    for owned in retained(v):
+        slot = v.slot("request", owned.request.key)
+        if slot.snapshot is not None and slot.generation > owned.request.generation:
             return True
     return False
 
 
-def _retained_states(v: StateView, *, recorded: bool = False) -> set[str]:
+def _gauge_counts_a_request(v: View) -> bool:
+    return v.g.gauge > 0
+
+
+def _side_table_entry(v: View) -> bool:
+    return bool(v.g.consumed)
+
+
+def _sync_abort_with_recorder(v: View) -> bool:
+    return any(r.path == "abort" and kind_of(v, r.request) == "client" for r in v.g.removed)
+
+
+def _cleanup_of(kind: str) -> Callable[[View], bool]:
+    """Whether canonical cleanup ran for a request with a state object of `kind`."""
+
+    def cleaned(v: View) -> bool:
+        return any(kind_of(v, r) == kind for r in v.g.cleaned)
+
+    return cleaned
+
+
+def _retained_states(v: View, *, recorded: bool = False) -> set[str]:
     """The states of the segment instances producers hold current handles to.
 
     ``live``, ``retired`` or ``closed``; with `recorded`, only live segments
     with some event already recorded.
     """
     found: set[str] = set()
-    for handle, _ in retained(v):
-        if live(v, handle):
-            snap = v.slot(handle.component, handle.key).snapshot
+    for owned in retained(v):
+        if live(v, owned.part):
+            snap = v.slot(owned.part.component, owned.part.key).snapshot
             assert snap is not None
             if not recorded or (snap.state == "live" and any(snap.values().values())):
                 found.add(snap.state)
@@ -210,7 +256,7 @@ def properties() -> tuple[Property, ...]:
             "Canonical cleanup pops the request even when the state object lacks the release "
             "hook or the hook raises: nothing it calls can skip the pop.",
             _cleanup_total,
-            when=lambda v: bool(v.get("cleaned")),
+            when=_cleanup_ran,
             source=f"{SOURCE}, bot P1: release_stream_edge_metrics() first in the finally of "
             "_log_summary_and_cleanup (omni_base.py:452-458)",
         ),
@@ -254,7 +300,7 @@ def properties() -> tuple[Property, ...]:
         always(
             CLOSED_OWNER_REJECTS,
             "Once a request is removed, no retained handle or late observation is recorded for it.",
-            lambda v: not v.get("late_accepts"),
+            _no_late_accepts,
             when=_retained_past_removal,
             source=f"{SOURCE}, point 1: 'a recorder kept past an aborted sync request "
             "still returns True'",
@@ -263,8 +309,8 @@ def properties() -> tuple[Property, ...]:
             REUSE_ISOLATION,
             "An observation for one request instance is never recorded on another instance "
             "that reused its id.",
-            lambda v: not v.get("misattributed"),
-            when=lambda v: any(slot.generation >= 2 for _, slot in v.instances("request")),
+            _none_misattributed,
+            when=_id_reused,
             source=f"{SOURCE}: author's revision 3, 'the channel must distinguish request "
             "instances across ID reuse'",
         ),
@@ -307,33 +353,31 @@ def properties() -> tuple[Property, ...]:
         sometimes(
             "gauge_counts_a_request",
             "The published gauges count a registered request.",
-            lambda v: int(v.get("gauge")) > 0,
+            _gauge_counts_a_request,
             source="vacuity guard for gauges_republished",
         ),
         sometimes(
             "side_table_entry",
             "A request state holds consumed metric message ids.",
-            lambda v: bool(v.get("consumed")),
+            _side_table_entry,
             source="vacuity guard for side_tables_cleared",
         ),
         sometimes(
             "sync_abort_with_recorder",
             "Omni.abort removes a request that owns a recorder.",
-            lambda v: any(
-                path == "abort" and kind_of(v, r) == "client" for r, path in v.get("removed")
-            ),
+            _sync_abort_with_recorder,
             source="vacuity guard for removal_releases_recorder",
         ),
         sometimes(
             "cleanup_of_duck_state",
             "Canonical cleanup runs on a duck-typed state without the release hook.",
-            lambda v: any(kind_of(v, r) == "duck" for r in v.get("cleaned")),
+            _cleanup_of("duck"),
             source="vacuity guard for no_leak_after_cleanup",
         ),
         sometimes(
             "cleanup_with_raising_hook",
             "Canonical cleanup runs on a state whose release hook raises.",
-            lambda v: any(kind_of(v, r) == "raising" for r in v.get("cleaned")),
+            _cleanup_of("raising"),
             source="vacuity guard for no_leak_after_cleanup",
         ),
     )
