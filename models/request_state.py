@@ -84,7 +84,19 @@ the task in flight and nothing otherwise, so it is not a variable of its own:
 it is read off ``in_flight``.
 
 `RequestStateConfig` selects the behaviour: the defaults are the reference;
-each variant flips the switches of one review finding.
+each variant flips the switches of one review finding, and `build` turns each
+switch into the named function that replaces the reference's: a fence
+(`identity_fence` -> `identity_not_cancelled_fence`, `external_id_fence`,
+`unfenced`), what the save thread does on a refusal (`fail_open` ->
+`raise_and_skip_put`, `raise_then_put`), the view the test's late check calls
+(`latest_retained_view` -> `installed_view`), and the state machine's
+segment and failure effects.
+
+The model is split by concept: `statecore.models.request_state_machines`
+(the machines), `statecore.models.request_state_records` (the globals record
+`Shared`, the records in it, the config), `statecore.models.request_state_access`
+(fences, ``get_or_create``, canonical cleanup) and
+`statecore.models.request_state_actions` (the actions); this module wires them.
 
 Mutants no property can tell from the reference (``statecore check
 --adequacy``), declared in `EQUIVALENT_MUTANTS` with their reasons: guards the
