@@ -121,7 +121,9 @@ request exists (init spawns it and nothing retires it); the one-late-save
 bound (every late save is dropped with no state change, so a second adds
 nothing); and the consumer's ``received`` output (an observation).
 
-`SegmentConfig` selects the behaviour; each variant flips one switch:
+`SegmentConfig` selects the behaviour; each variant replaces one part of the
+reference (`statecore.models.segment_watermark`,
+`statecore.models.realtime_request`):
 
 * ``segments_6816`` - before #6816 a segment end always advanced the watermark
   to ``generation + 1``; a request without the counter that resumes its next
@@ -145,49 +147,87 @@ nothing); and the consumer's ``received`` output (an observation).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import importlib
 from dataclasses import dataclass
-from typing import Any, Literal
 
-from statecore import Event, Field, Machine, Snapshot, State, Transition, Var, out
+from statecore import Transition
+from statecore.properties import Property
 from statecore.registry import Target
-from statecore.system import Action, Component, Global, Keys, System, Tx
+from statecore.system import Action, Component, System
 
-BOOL = (False, True)
+from .realtime_request import (
+    END_PARKED,
+    END_PARKED_WITHOUT_BUMP,
+    RESUME,
+    UPDATE,
+    realtime_request_machine,
+)
+from .segment_actions import (
+    EXT,
+    arrive,
+    chunk,
+    end_parked,
+    finish,
+    init,
+    late_save,
+    next_segment,
+    preempted_rerun,
+    receive,
+    segment_end,
+    send,
+)
+from .segment_records import Shared, Task
+from .segment_watermark import (
+    BOOL,
+    CHUNK,
+    KINDS,
+    SEGMENT_END,
+    SEGMENT_END_0_30_0,
+    SEGMENT_END_BEFORE_6816,
+    SEGMENT_END_KEEPS_TOKENS,
+    SEGMENT_END_NEVER_ADVANCES,
+    TERMINAL,
+    Advance,
+    segment_watermark_machine,
+    watermark_machine,
+)
 
-CHUNK = "chunk"
-SEGMENT_END = "segment_end"
-TERMINAL = "terminal"
-KINDS: tuple[str, ...] = (CHUNK, SEGMENT_END, TERMINAL)
-
-UPDATE = "update"
-RESUME = "resume"
-
-Advance = Literal["counter", "always", "never"]
-
-# A queued task: (kind, segment index it belongs to, is a late save, the
-# confirmed token count of the step it saves). The segment index, the late
-# flag and the step are ghosts for the properties: the wire carries only
-# ``finished`` and ``is_segment_finished``.
-Task = tuple[str, int, bool, int]
+__all__ = [
+    "BOOL",
+    "CHUNK",
+    "EQUIVALENT_MUTANTS",
+    "KINDS",
+    "RESUME",
+    "SEGMENTS",
+    "SEGMENT_END",
+    "TARGETS",
+    "TERMINAL",
+    "UPDATE",
+    "Advance",
+    "SegmentConfig",
+    "Shared",
+    "Task",
+    "build",
+    "realtime_request_machine",
+    "segment_watermark_machine",
+    "variant_6816",
+    "variant_no_dedup",
+    "variant_no_token_reset",
+    "variant_parked_unbumped",
+]
 
 
 @dataclass(frozen=True)
 class SegmentConfig:
-    """Behaviour switches; each names the vLLM-Omni code it comes from."""
+    """Bounds, and the parts a known-bug variant replaces."""
 
     name: str = "segments"
     segments: int = 3
     chunks: int = 1  # chunks per segment
-    # When a queued segment end advances _segment_generation to gen + 1:
-    # "counter" - only if the request carries _omni_segment_generation (0.30.0,
-    # the #6816 fix, CTA:482-485); "always" - before #6816; "never" - no
-    # deduplication of late saves at all.
-    advance: Advance = "counter"
-    # A queued segment end pops requests_num_chunks_sent (CTA:486).
-    reset_tokens: bool = True
-    # _finish_parked_streaming_session bumps _omni_segment_generation (MIX:933).
-    parked_end_bumps: bool = True
+    # The watermark's transitions for a queued segment end (CTA:474-486).
+    segment_ends: tuple[Transition, ...] = SEGMENT_END_0_30_0
+    # _finish_parked_streaming_session (MIX:926-943).
+    end_parked: Transition = END_PARKED
 
     @property
     def max_tokens(self) -> int:
@@ -195,450 +235,54 @@ class SegmentConfig:
         return self.segments * (self.chunks + 1)
 
 
-def realtime_request_machine(
-    segments: int = 3, chunks: int = 1, *, parked_end_bumps: bool = True
-) -> Machine:
-    """The scheduler's resumable request; ``parked_end_bumps=False`` drops MIX:933."""
-    max_tokens = segments * (chunks + 1)
-
-    def tick(s: Snapshot) -> int:
-        return int(s.tokens) + 1
-
-    end_parked = (
-        Transition(
-            "parked",
-            "end_parked",
-            "ended",
-            effect=lambda s, p: {"counter": True, "gen": s.gen + 1},
-            effect_label="_omni_segment_generation += 1 (MIX:933)",
-        )
-        if parked_end_bumps
-        else Transition("parked", "end_parked", "ended", effect_label="no bump")
-    )
-    return Machine(
-        "realtime_request",
-        doc="A resumable realtime request as the scheduler drives it (see the module doc).",
-        states=[
-            State("new", initial=True, doc="not arrived yet"),
-            State("streaming", doc="a segment is open"),
-            State("parked", doc="its segment end was saved; waiting for the next segment"),
-            State("ended", final=True, doc="the request end was saved"),
-        ],
-        variables=[
-            Var("counter", BOOL, False, doc="the request carries _omni_segment_generation"),
-            Var("gen", range(segments + 1), 0, doc="_omni_segment_generation (0 when absent)"),
-            Var("ends", range(segments + 1), 0, doc="segment ends saved: the open segment"),
-            Var("chunks", range(chunks + 1), 0, doc="chunks saved in the open segment"),
-            Var("tokens", range(max_tokens + 1), 0, doc="confirmed_num_computed_tokens"),
-        ],
-        events=[
-            Event("arrive", [Field("counter", BOOL)], doc="the request is admitted"),
-            Event("chunk", doc="a step of the open segment saves a chunk"),
-            Event("segment_end", doc="a resumable stop: is_segment_finished=True"),
-            Event(
-                "next_segment",
-                [Field("mode", (UPDATE, RESUME))],
-                doc="update: a streaming update bumps the counter and rebuilds the prompt; "
-                "resume: native duplex resumes without a bump",
-            ),
-            Event("finish", doc="the request ends inside its open segment"),
-            Event("end_parked", doc="_finish_parked_streaming_session"),
-        ],
-        transitions=[
-            Transition(
-                "new",
-                "arrive",
-                "streaming",
-                effect=lambda s, p: {"counter": p["counter"]},
-                effect_label="counter",
-            ),
-            Transition(
-                "streaming",
-                "chunk",
-                None,
-                guard=lambda s, p: s.chunks < chunks,
-                guard_label=f"chunks < {chunks}",
-                effect=lambda s, p: {"chunks": s.chunks + 1, "tokens": tick(s)},
-                effect_label="chunks += 1, tokens += 1",
-            ),
-            Transition(
-                "streaming",
-                "segment_end",
-                "parked",
-                effect=lambda s, p: {"ends": s.ends + 1, "tokens": tick(s)},
-                effect_label="ends += 1, tokens += 1",
-            ),
-            Transition(
-                "parked",
-                "next_segment",
-                "streaming",
-                guard=lambda s, p: p["mode"] == UPDATE and s.ends < segments,
-                guard_label=f"update, ends < {segments}",
-                effect=lambda s, p: {"counter": True, "gen": s.gen + 1, "chunks": 0, "tokens": 0},
-                effect_label="gen += 1 (creates the counter), prompt rebuilt",
-                name="parked--next_segment(update)-->streaming",
-            ),
-            Transition(
-                "parked",
-                "next_segment",
-                "streaming",
-                guard=lambda s, p: p["mode"] == RESUME and s.ends < segments and not s.counter,
-                guard_label=f"resume, ends < {segments}, no counter",
-                effect=lambda s, p: {"chunks": 0},
-                effect_label="no bump",
-                name="parked--next_segment(resume)-->streaming",
-            ),
-            Transition(
-                "streaming",
-                "finish",
-                "ended",
-                effect=lambda s, p: {"tokens": tick(s)},
-                effect_label="tokens += 1",
-            ),
-            end_parked,
-        ],
-    )
-
-
-def segment_watermark_machine(
-    segments: int = 3,
-    max_tokens: int = 6,
-    *,
-    advance: Advance = "counter",
-    reset_tokens: bool = True,
-    stamp: bool = False,
-) -> Machine:
-    """The admission branches of ``save_async`` for one external id.
-
-    ``stamp=True`` adds the ``stamp`` event for a system that models the
-    sender lock: a save that passes the late check sets ``_segment_generation``
-    before the lock (CTA:430), even if the lock then rejects it.
-    """
-    generations = range(segments + 1)
-
-    def late(s: Snapshot, p: Mapping[str, Any]) -> bool:
-        return s.expected is not None and p["generation"] < s.expected
-
-    def replay(s: Snapshot, p: Mapping[str, Any]) -> bool:
-        sent = 0 if s.sent is None else s.sent
-        return p["kind"] != SEGMENT_END and bool(p["confirmed"] < sent)
-
-    def boundary(s: Snapshot, p: Mapping[str, Any]) -> bool:
-        return not late(s, p) and p["kind"] == SEGMENT_END
-
-    def sent_after_boundary(p: Mapping[str, Any]) -> int | None:
-        return None if reset_tokens else int(p["confirmed"])
-
-    admitted = (out("admitted"),)
-    stamps_events = (
-        [
-            Event(
-                "stamp",
-                [Field("generation", generations)],
-                policy="error",
-                doc="a save the sender lock rejects: only _segment_generation is set",
-            )
-        ]
-        if stamp
-        else []
-    )
-    stamps = (
-        [
-            Transition(
-                "open",
-                "stamp",
-                None,
-                effect=lambda s, p: {"expected": p["generation"]},
-                effect_label="expected = gen",
-            )
-        ]
-        if stamp
-        else []
-    )
-    boundaries: list[Transition] = []
-    if advance in ("counter", "always"):
-        boundaries.append(
-            Transition(
-                "open",
-                "save",
-                None,
-                guard=(lambda s, p: boundary(s, p) and p["counter"])
-                if advance == "counter"
-                else boundary,
-                guard_label="segment end" + (", counter" if advance == "counter" else ""),
-                effect=lambda s, p: {
-                    "expected": p["generation"] + 1,
-                    "sent": sent_after_boundary(p),
-                },
-                effect_label="expected = gen + 1"
-                + (", pop sent" if reset_tokens else ", sent = confirmed"),
-                emit=admitted,
-                name="open--save(segment end, advance)-->open",
-            )
-        )
-    if advance in ("counter", "never"):
-        boundaries.append(
-            Transition(
-                "open",
-                "save",
-                None,
-                guard=(lambda s, p: boundary(s, p) and not p["counter"])
-                if advance == "counter"
-                else boundary,
-                guard_label="segment end" + (", no counter" if advance == "counter" else ""),
-                effect=lambda s, p: {
-                    "expected": p["generation"],
-                    "sent": sent_after_boundary(p),
-                },
-                effect_label="expected = gen"
-                + (", pop sent" if reset_tokens else ", sent = confirmed"),
-                emit=admitted,
-                name="open--save(segment end, stay)-->open",
-            )
-        )
-    return Machine(
-        "segment_watermark",
-        doc="save_async's admission state for one external id (see the module doc).",
-        states=[State("open", initial=True, doc="the adapter's per-external-id dicts")],
-        variables=[
-            Var(
-                "expected",
-                (None, *range(segments + 2)),
-                None,
-                doc="_segment_generation[ext] (None: absent)",
-            ),
-            Var(
-                "sent",
-                (None, *range(max_tokens + 1)),
-                None,
-                doc="requests_num_chunks_sent[ext] (None: absent)",
-            ),
-        ],
-        events=[
-            Event(
-                "save",
-                [
-                    Field("kind", KINDS),
-                    Field("generation", generations),
-                    Field("confirmed", range(max_tokens + 1)),
-                    Field("counter", BOOL),
-                ],
-                policy="error",
-                doc="save_async(kind) of a request at this generation and token count",
-            ),
-            Event("clear", policy="ignore", doc="_clear_sender_state_locked (terminal cleanup)"),
-            *stamps_events,
-        ],
-        transitions=[
-            Transition(
-                "open",
-                "save",
-                None,
-                guard=late,
-                guard_label="generation < expected",
-                emit=(out("skipped", reason="late"),),
-                name="open--save(late)-->open",
-            ),
-            Transition(
-                "open",
-                "save",
-                None,
-                guard=lambda s, p: not late(s, p) and replay(s, p),
-                guard_label="not a segment end, confirmed < sent",
-                effect=lambda s, p: {"expected": p["generation"]},
-                effect_label="expected = gen",
-                emit=(out("skipped", reason="replay"),),
-                name="open--save(replay)-->open",
-            ),
-            Transition(
-                "open",
-                "save",
-                None,
-                guard=lambda s, p: not late(s, p) and p["kind"] != SEGMENT_END and not replay(s, p),
-                guard_label="chunk or terminal",
-                effect=lambda s, p: {"expected": p["generation"], "sent": p["confirmed"]},
-                effect_label="expected = gen, sent = confirmed",
-                emit=admitted,
-                name="open--save(admit)-->open",
-            ),
-            *boundaries,
-            Transition(
-                "open",
-                "clear",
-                None,
-                effect=lambda s, p: {"expected": None, "sent": None},
-                effect_label="pop both",
-            ),
-            *stamps,
-        ],
-    )
-
-
 EQUIVALENT_MUTANTS: dict[str, str] = {
     "drop-effect segment_watermark.open--save(replay)-->open": "a re-run follows an admitted "
     "chunk of the same generation, which already set expected to it",
-    "skip-require build.<locals>.scheduler_step: tx.require(handle is not None)": "init "
+    "skip-require scheduler_step: tx.require(handle is not None)": "init "
     "spawns the request and nothing retires it: the handle always exists",
-    'skip-require build.<locals>.late_save: tx.require(not tx.get("late_issued"))': "every "
+    "skip-require late_save: tx.require(not tx.g.late_issued)": "every "
     "late save is dropped with no state change, so a second one adds nothing",
-    'skip-emit build.<locals>.receive: tx.emit(out("received", kind=kind, segment=segment, '
-    "late=late, step=step))": "an output only: the consumer's state changes the same",
+    'skip-emit receive: tx.emit(out("received", kind=task.kind, segment=task.segment, '
+    "late=task.late, step=task.step))": "an output only: the consumer's state changes the same",
 }
 """Mutants of `segments` that behave like it, by id, with the reason."""
 
 
+def _properties(segments: int, max_tokens: int) -> tuple[Property, ...]:
+    """The spec's properties (`statecore.spec.segment`)."""
+    spec = importlib.import_module("statecore.spec.segment")
+    found: tuple[Property, ...] = spec.properties(segments, max_tokens)
+    return found
+
+
 def build(config: SegmentConfig = SegmentConfig()) -> System:
     """The segments system for `config`, with the spec's properties."""
-    from statecore.spec.segment import properties
-
-    ext_keys = Keys("ext", 1)
-    request = realtime_request_machine(
-        config.segments, config.chunks, parked_end_bumps=config.parked_end_bumps
-    )
-    watermark = segment_watermark_machine(
-        config.segments,
-        config.max_tokens,
-        advance=config.advance,
-        reset_tokens=config.reset_tokens,
-    )
-
-    def init(tx: Tx) -> None:
-        for ext in ext_keys.values:
-            tx.spawn("request", ext)
-            tx.spawn("watermark", ext)
-
-    def admit(tx: Tx, ext: Hashable, kind: str, snap: Snapshot) -> bool:
-        """``save_async``'s admission for a save of `snap`'s request; True if queued."""
-        outcome = tx.fire(
-            ("watermark", ext),
-            "save",
-            kind=kind,
-            generation=snap.gen,
-            confirmed=snap.tokens,
-            counter=snap.counter,
-        )
-        return outcome.outputs[0].name == "admitted"
-
-    def scheduler_step(tx: Tx, ext: Hashable, event: str, kind: str | None, **payload: Any) -> None:
-        handle = tx.handle("request", ext)
-        tx.require(handle is not None)
-        assert handle is not None
-        before = tx.snapshot(handle)
-        assert before is not None
-        tx.require(tx.fire(handle, event, **payload).accepted)
-        if kind is None:
-            return
-        after = tx.snapshot(handle)
-        assert after is not None
-        if admit(tx, ext, kind, after):
-            task: Task = (kind, before.ends, False, after.tokens)
-            tx.set("queue", (*tx.get("queue"), task))
-        else:
-            tx.set("lost", True)  # a save of the request's own segment, dropped silently
-
-    def arrive(tx: Tx, ext: Hashable, counter: bool) -> None:
-        scheduler_step(tx, ext, "arrive", None, counter=counter)
-
-    def chunk(tx: Tx, ext: Hashable) -> None:
-        scheduler_step(tx, ext, "chunk", CHUNK)
-
-    def segment_end(tx: Tx, ext: Hashable) -> None:
-        scheduler_step(tx, ext, "segment_end", SEGMENT_END)
-
-    def next_segment(tx: Tx, ext: Hashable, mode: str) -> None:
-        scheduler_step(tx, ext, "next_segment", None, mode=mode)
-
-    def finish(tx: Tx, ext: Hashable) -> None:
-        scheduler_step(tx, ext, "finish", TERMINAL)
-
-    def end_parked(tx: Tx, ext: Hashable) -> None:
-        scheduler_step(tx, ext, "end_parked", TERMINAL)
-
-    def late_save(tx: Tx, ext: Hashable) -> None:
-        tx.require(not tx.get("late_issued"))
-        snap = tx.snapshot(("request", ext))
-        tx.require(snap is not None and snap.state == "parked" and snap.counter)
-        assert snap is not None
-        tx.set("late_issued", True)
-        if admit(tx, ext, CHUNK, snap):
-            task: Task = (CHUNK, snap.ends - 1, True, snap.tokens)
-            tx.set("queue", (*tx.get("queue"), task))
-            tx.set("late_enqueued", True)
-
-    def preempted_rerun(tx: Tx, ext: Hashable) -> None:
-        # A preempted request recomputes: a re-run step saves a chunk whose
-        # confirmed count is below the token watermark (already sent). The
-        # skip is the intended deduplication, not a loss; nothing changes.
-        snap = tx.snapshot(("request", ext))
-        tx.require(snap is not None and snap.state == "streaming" and snap.chunks >= 1)
-        assert snap is not None
-        outcome = tx.fire(
-            ("watermark", ext),
-            "save",
-            kind=CHUNK,
-            generation=snap.gen,
-            confirmed=snap.tokens - 1,
-            counter=snap.counter,
-        )
-        if outcome.outputs[0].name == "admitted":  # a duplicate goes out
-            task: Task = (CHUNK, snap.ends, False, snap.tokens - 1)
-            tx.set("queue", (*tx.get("queue"), task))
-
-    def send(tx: Tx) -> None:
-        queue = tx.get("queue")
-        tx.require(queue)
-        task: Task = queue[0]
-        tx.set("queue", queue[1:])
-        if task[0] == TERMINAL:  # the put succeeded: cleanup pops both watermarks
-            for ext in ext_keys.values:
-                tx.fire(("watermark", ext), "clear")
-        tx.set("mailbox", (*tx.get("mailbox"), task))
-
-    def receive(tx: Tx) -> None:
-        mailbox = tx.get("mailbox")
-        tx.require(mailbox)
-        kind, segment, late, step = mailbox[0]
-        tx.set("mailbox", mailbox[1:])
-        tx.emit(out("received", kind=kind, segment=segment, late=late, step=step))
-        if kind == SEGMENT_END:
-            tx.set("seen_ends", tx.get("seen_ends") + 1)
-        elif kind == TERMINAL:
-            tx.set("seen_end", True)
-
-    ext_param = {"ext": ext_keys}
+    request = realtime_request_machine(config.segments, config.chunks, config.end_parked)
+    watermark = watermark_machine(config.segments, config.max_tokens, config.segment_ends)
+    ext = {"ext": EXT}
     return System(
         config.name,
         doc=__doc__ or "",
         equivalent_mutants=EQUIVALENT_MUTANTS,
         components=[
-            Component("request", request, ext_keys),
-            Component("watermark", watermark, ext_keys),
+            Component("request", request, EXT),
+            Component("watermark", watermark, EXT),
         ],
-        globals=[
-            Global("queue", (), doc="_pending_save_reqs: FIFO of Task (kind, segment, late, step)"),
-            Global("mailbox", (), doc="keys put and not yet read by the consumer, in order"),
-            Global("seen_ends", 0, doc="segment ends the consumer has read"),
-            Global("seen_end", False, doc="the consumer has read the request end"),
-            Global("lost", False, doc="ghost: save_async dropped a save of the open segment"),
-            Global("late_issued", False, doc="ghost: the late save was issued"),
-            Global("late_enqueued", False, doc="ghost: the late save was queued"),
-        ],
+        globals=Shared,
         init=init,
         actions=[
-            Action("arrive", "scheduler", arrive, {**ext_param, "counter": BOOL}),
-            Action("chunk", "scheduler", chunk, ext_param),
-            Action("segment_end", "scheduler", segment_end, ext_param),
-            Action(
-                "next_segment", "scheduler", next_segment, {**ext_param, "mode": (UPDATE, RESUME)}
-            ),
-            Action("finish", "scheduler", finish, ext_param),
-            Action("end_parked", "scheduler", end_parked, ext_param),
-            Action("late_save", "scheduler", late_save, ext_param),
-            Action("preempted_rerun", "scheduler", preempted_rerun, ext_param),
+            Action("arrive", "scheduler", arrive, {**ext, "counter": BOOL}),
+            Action("chunk", "scheduler", chunk, ext),
+            Action("segment_end", "scheduler", segment_end, ext),
+            Action("next_segment", "scheduler", next_segment, {**ext, "mode": (UPDATE, RESUME)}),
+            Action("finish", "scheduler", finish, ext),
+            Action("end_parked", "scheduler", end_parked, ext),
+            Action("late_save", "scheduler", late_save, ext),
+            Action("preempted_rerun", "scheduler", preempted_rerun, ext),
             Action("send", "save_thread", send, internal=True),
             Action("receive", "consumer", receive, internal=True),
         ],
-        properties=properties(config.segments, config.max_tokens),
+        properties=_properties(config.segments, config.max_tokens),
     )
 
 
@@ -647,22 +291,24 @@ SEGMENTS = build()
 
 def variant_6816() -> System:
     """Before #6816: a segment end always advances the watermark to gen + 1."""
-    return build(SegmentConfig(name="segments_6816", advance="always"))
+    return build(SegmentConfig(name="segments_6816", segment_ends=SEGMENT_END_BEFORE_6816))
 
 
 def variant_parked_unbumped() -> System:
     """_finish_parked_streaming_session without the bump of MIX:933."""
-    return build(SegmentConfig(name="segments_parked_unbumped", parked_end_bumps=False))
+    return build(SegmentConfig(name="segments_parked_unbumped", end_parked=END_PARKED_WITHOUT_BUMP))
 
 
 def variant_no_token_reset() -> System:
     """A segment end keeps the token watermark (CTA:486 removed)."""
-    return build(SegmentConfig(name="segments_no_token_reset", reset_tokens=False))
+    return build(
+        SegmentConfig(name="segments_no_token_reset", segment_ends=SEGMENT_END_KEEPS_TOKENS)
+    )
 
 
 def variant_no_dedup() -> System:
     """A segment end never advances the watermark: late saves are not recognised."""
-    return build(SegmentConfig(name="segments_no_dedup", advance="never"))
+    return build(SegmentConfig(name="segments_no_dedup", segment_ends=SEGMENT_END_NEVER_ADVANCES))
 
 
 _SG = __name__

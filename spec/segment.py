@@ -13,9 +13,10 @@ the step it saves (the confirmed token count the save reported).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Protocol
 
-from statecore import Event, Field, Machine, State, Transition, Var
+from statecore import Event, Field, Machine, Snapshot, State, Transition, Var
 from statecore.properties import Property, always, eventually, monitor, sometimes
 from statecore.system import Emitted, StateView
 
@@ -29,6 +30,26 @@ WATERMARKS_CLEARED = "watermarks_cleared"
 
 SAVE_ASYNC = "chunk_transfer_adapter.py save_async (CTA:370-492)"
 
+Payload = Mapping[str, Any]
+
+
+class Consumed(Protocol):
+    """The globals the properties read (fields of `statecore.models.segment.Shared`)."""
+
+    @property
+    def seen_ends(self) -> int: ...
+    @property
+    def seen_end(self) -> bool: ...
+    @property
+    def lost(self) -> bool: ...
+    @property
+    def late_issued(self) -> bool: ...
+    @property
+    def late_enqueued(self) -> bool: ...
+
+
+View = StateView[Consumed]
+
 
 def segment_stream_monitor(segments: int = 3, *, abortable: bool = False) -> Machine:
     """What one request's consumer may read: segment by segment, then the request end.
@@ -39,7 +60,6 @@ def segment_stream_monitor(segments: int = 3, *, abortable: bool = False) -> Mac
     segment ends, but not its terminal), and a ``released`` event (the
     request failed visibly, its consumer was released) ends the judgement.
     """
-    cut_short = abortable
     indices = range(segments + 1)
     return Machine(
         "segment_stream",
@@ -58,36 +78,43 @@ def segment_stream_monitor(segments: int = 3, *, abortable: bool = False) -> Mac
             *([Event("released", policy="ignore")] if abortable else []),
         ],
         transitions=[
-            Transition(
-                "streaming",
-                "chunk",
-                None,
-                guard=lambda s, p: p["segment"] == s.current,
-                guard_label="of the open segment",
-            ),
+            Transition("streaming", "chunk", None, guard=of_the_open_segment),
             Transition(
                 "streaming",
                 "segment_end",
                 None,
-                guard=lambda s, p: p["segment"] == s.current,
-                guard_label="of the open segment",
-                effect=lambda s, p: {"current": s.current + 1},
-                effect_label="current += 1",
+                guard=of_the_open_segment,
+                effect=next_segment,
             ),
             Transition(
                 "streaming",
                 "request_end",
                 "ended",
-                guard=(lambda s, p: p["segment"] >= s.current)
-                if cut_short
-                else (lambda s, p: p["segment"] == s.current),
-                guard_label="of the open segment or a later one"
-                if cut_short
-                else "after every earlier segment's end",
+                guard=of_the_open_segment_or_later if abortable else after_every_segment_end,
             ),
             *(_released_transitions() if abortable else []),
         ],
     )
+
+
+def of_the_open_segment(s: Snapshot, p: Payload) -> bool:
+    """The key belongs to the segment being read."""
+    return bool(p["segment"] == s.current)
+
+
+def next_segment(s: Snapshot, p: Payload) -> dict[str, Any]:
+    """The open segment's end was read: the next one is open."""
+    return {"current": s.current + 1}
+
+
+def after_every_segment_end(s: Snapshot, p: Payload) -> bool:
+    """The request end comes after every earlier segment's end."""
+    return bool(p["segment"] == s.current)
+
+
+def of_the_open_segment_or_later(s: Snapshot, p: Payload) -> bool:
+    """Cut short: the request end of the open segment or a later one."""
+    return bool(p["segment"] >= s.current)
 
 
 def _released_transitions() -> list[Transition]:
@@ -118,18 +145,18 @@ def step_order_monitor(max_tokens: int = 6) -> Machine:
         states=[State("reading", initial=True, doc="`last` is the latest step read")],
         variables=[Var("last", (None, *range(max_tokens + 1)), None, doc="None: nothing yet")],
         events=[Event("key", [Field("step", range(max_tokens + 1))], policy="reject")],
-        transitions=[
-            Transition(
-                "reading",
-                "key",
-                None,
-                guard=lambda s, p: s.last is None or p["step"] > s.last,
-                guard_label="a later step",
-                effect=lambda s, p: {"last": p["step"]},
-                effect_label="last = step",
-            )
-        ],
+        transitions=[Transition("reading", "key", None, guard=a_later_step, effect=last_step)],
     )
+
+
+def a_later_step(s: Snapshot, p: Payload) -> bool:
+    """The key carries a later step than the last one read (or is the first)."""
+    return bool(s.last is None or p["step"] > s.last)
+
+
+def last_step(s: Snapshot, p: Payload) -> dict[str, Any]:
+    """Remember the step just read."""
+    return {"last": p["step"]}
 
 
 def route_steps(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
@@ -140,36 +167,59 @@ def route_steps(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] 
     return ("request", output.get("segment")), "key", {"step": output.get("step")}
 
 
-def _watermarks_cleared(v: StateView) -> bool:
+def _watermarks_cleared(v: View) -> bool:
     """The id holds neither watermark (both popped by the terminal's cleanup)."""
     return all(snap.expected is None and snap.sent is None for _, snap in v.live("watermark"))
 
 
-def _counter_from_arrival(v: StateView) -> bool:
+def _counter_from_arrival(v: View) -> bool:
     return any(
         snap.state == "parked" and snap.counter and snap.gen == 0 for _, snap in v.live("request")
     )
 
 
-def _rerun_possible(v: StateView) -> bool:
+def _rerun_possible(v: View) -> bool:
     return any(snap.state == "streaming" and snap.chunks >= 1 for _, snap in v.live("request"))
 
 
-def _end_after_segments(v: StateView) -> bool:
+def _end_after_segments(v: View) -> bool:
     """The consumer read as many segment ends as the scheduler saved."""
-    return all(snap.ends == v.get("seen_ends") for _, snap in v.live("request"))
+    return all(snap.ends == v.g.seen_ends for _, snap in v.live("request"))
 
 
-def _end_delivered(v: StateView) -> bool:
+def _end_delivered(v: View) -> bool:
     ended = any(snap.state == "ended" for _, snap in v.live("request"))
-    return bool(v.get("seen_end")) or not ended
+    return v.g.seen_end or not ended
 
 
-def _resumed_without_counter(v: StateView) -> bool:
+def _resumed_without_counter(v: View) -> bool:
     return any(
         snap.state == "streaming" and not snap.counter and snap.ends >= 1
         for _, snap in v.live("request")
     )
+
+
+def _late_save_not_queued(v: View) -> bool:
+    return not v.g.late_enqueued
+
+
+def _late_save_issued(v: View) -> bool:
+    return v.g.late_issued
+
+
+def _nothing_lost(v: View) -> bool:
+    return not v.g.lost
+
+
+def _request_end_read(v: View) -> bool:
+    return v.g.seen_end
+
+
+def _every_segment_then_end(segments: int) -> Callable[[View], bool]:
+    def every_segment_then_end(v: View) -> bool:
+        return v.g.seen_end and v.g.seen_ends == segments
+
+    return every_segment_then_end
 
 
 def properties(segments: int = 3, max_tokens: int = 6) -> tuple[Property, ...]:
@@ -188,8 +238,8 @@ def properties(segments: int = 3, max_tokens: int = 6) -> tuple[Property, ...]:
             LATE_SAVE_DROPPED,
             "A late save_async for an old segment generation is dropped: it never reaches "
             "the consumer.",
-            lambda v: not v.get("late_enqueued"),
-            when=lambda v: bool(v.get("late_issued")),
+            _late_save_not_queued,
+            when=_late_save_issued,
             source=f"{SAVE_ASYNC}: 'Skip late save_async' (CTA:421-429); the +1 at a "
             "segment end (CTA:474-483)",
         ),
@@ -197,14 +247,14 @@ def properties(segments: int = 3, max_tokens: int = 6) -> tuple[Property, ...]:
             NO_CURRENT_SAVE_DROPPED,
             "save_async never silently drops a chunk, segment end or request end of the "
             "request's open segment.",
-            lambda v: not v.get("lost"),
+            _nothing_lost,
             source="#6816 (CTA:476-485); MIX:929-933; the token watermark reset (CTA:486)",
         ),
         always(
             REQUEST_END_AFTER_SEGMENTS,
             "The consumer reads the request end only after every segment end the scheduler saved.",
             _end_after_segments,
-            when=lambda v: bool(v.get("seen_end")),
+            when=_request_end_read,
             source="_finish_parked_streaming_session (MIX:926-943); ARS:656-676",
         ),
         eventually(
@@ -230,20 +280,20 @@ def properties(segments: int = 3, max_tokens: int = 6) -> tuple[Property, ...]:
             "Once the consumer has read the request end, the adapter keeps neither watermark "
             "of the id: the terminal's cleanup popped both.",
             _watermarks_cleared,
-            when=lambda v: bool(v.get("seen_end")),
+            when=_request_end_read,
             source="cleanup -> _clear_sender_state_locked pops _segment_generation and "
             "requests_num_chunks_sent (CTA:882, CTA:1029-1043)",
         ),
         sometimes(
             "late_save_issued",
             "A late save_async for an old segment generation is issued.",
-            lambda v: bool(v.get("late_issued")),
+            _late_save_issued,
             source=f"vacuity guard for {LATE_SAVE_DROPPED}",
         ),
         sometimes(
             "every_segment_then_end",
             f"The consumer reads all {segments} segment ends, then the request end.",
-            lambda v: bool(v.get("seen_end")) and v.get("seen_ends") == segments,
+            _every_segment_then_end(segments),
             source=f"vacuity guard for {REQUEST_END_AFTER_SEGMENTS}",
         ),
         sometimes(
