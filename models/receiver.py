@@ -100,8 +100,9 @@ registered), so dropping either changes nothing; without the initial spawn
 rejects is a step that changes nothing; and the outputs ``cleaned``,
 ``committed`` and ``dropped`` are observations whose removal changes no state.
 
-`ReceiverConfig.recheck=False` is the variant ``receiver_no_recheck``: the
-identity re-check before the commit (CTA:532-533) removed, so a chunk whose
+The variant ``receiver_no_recheck`` replaces the recv thread's return steps
+(`ReceiverConfig.returns`) with `WITHOUT_RECHECK`: the identity re-check
+before the commit (CTA:532-533) removed, so a chunk whose
 ``get`` was in flight when ``cleanup_receiver`` ran is committed anyway - into
 nothing, or into the id's next incarnation (whose chunk index then skips its
 own chunk 0), and the successor's registration is popped with it.
@@ -109,13 +110,16 @@ own chunk 0), and the successor's registration is popped with it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import importlib
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Annotated, Any, NamedTuple
 
 from statecore import Event, Field, Machine, Snapshot, State, Transition, Var, out
+from statecore.properties import Property
 from statecore.registry import Target
-from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
+from statecore.system import Action, Component, Handle, Keys, RunFn, System, Tx
 
 BOOL = (False, True)
 
@@ -124,25 +128,64 @@ SEGMENT_END = "segment_end"
 FINISHED = "finished"
 KINDS: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
 
-# A chunk the upstream put under the next key: (kind, producer), where
-# `producer` is the generation of the request incarnation whose stream it
-# belongs to (a ghost: the wire carries only the key and the chunk).
-Chunk = tuple[str, int]
-# The recv thread inside connector.get: (entry, chunk_id, result, producer).
-# `result` is the kind of the chunk read, or None (producer 0) if none was there.
-InFlight = tuple[Handle, int, str | None, int]
+REQ = Keys("req", 1)
+"""The one request id."""
 
 
-@dataclass(frozen=True)
-class ReceiverConfig:
-    """Behaviour switches and bounds."""
+# -- records ---------------------------------------------------------------------------
 
-    name: str = "receiver_system"
-    incarnations: int = 2  # the request id is used this many times
-    stream: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
-    # _poll_single_request re-checks the entry's identity before the commit
-    # (CTA:528-533): cleanup_receiver is a commit barrier.
-    recheck: bool = True
+
+class Chunk(NamedTuple):
+    """A chunk the upstream put under the next key.
+
+    `producer` is the generation of the request incarnation whose stream it
+    belongs to (a ghost: the wire carries only the key and the chunk).
+    """
+
+    kind: str
+    producer: int
+
+
+class InFlight(NamedTuple):
+    """The recv thread inside ``connector.get`` for `entry`, reading key `chunk_id`.
+
+    `result` is the kind of the chunk read, or None (`producer` 0) if none was there.
+    """
+
+    entry: Handle
+    chunk_id: int
+    result: str | None
+    producer: int
+
+
+class Shared(NamedTuple):
+    """The receiver system's globals."""
+
+    connector: Annotated[
+        tuple[Chunk, ...], "the current incarnation's stream put so far: see Chunk"
+    ] = ()
+    in_flight: Annotated[InFlight | None, "the recv thread in connector.get: see InFlight"] = None
+
+
+# -- machines --------------------------------------------------------------------------
+
+Payload = Mapping[str, Any]
+Guard = Callable[[Snapshot, Payload], bool]
+
+
+def not_waiting(s: Snapshot, p: Payload) -> bool:
+    """No registration is out for the next chunk yet."""
+    return not s.waiting
+
+
+def wait_for_chunk(s: Snapshot, p: Payload) -> dict[str, Any]:
+    """``WAITING_FOR_CHUNK``: the scheduler parks the request (CTA:1536-1547)."""
+    return {"waiting": True}
+
+
+def next_chunk_ready(s: Snapshot, p: Payload) -> dict[str, Any]:
+    """``get_req_chunk += 1`` (CTA:561); the chunk is handed to the scheduler as ready."""
+    return {"chunk": s.chunk + 1, "waiting": False}
 
 
 def receiver_state_machine(chunks: int = 3) -> Machine:
@@ -150,19 +193,19 @@ def receiver_state_machine(chunks: int = 3) -> Machine:
     # A late commit in the variant can push one foreign chunk into a successor.
     cap = chunks + 1
 
-    def committed(s: Snapshot) -> dict[str, Any]:
-        return {"chunk": s.chunk + 1, "waiting": False}
+    def data(s: Snapshot, p: Payload) -> bool:
+        return bool(p["kind"] == DATA and s.chunk < cap)
 
-    def commit(kind: str, target: str | None, label: str) -> Transition:
+    def segment_end(s: Snapshot, p: Payload) -> bool:
+        return bool(p["kind"] == SEGMENT_END and s.chunk < cap)
+
+    def finished(s: Snapshot, p: Payload) -> bool:
+        return bool(p["kind"] == FINISHED and s.chunk < cap)
+
+    def commit(kind: str, guard: Guard, target: str | None) -> Transition:
+        name = f"streaming--commit({kind})-->{target or 'streaming'}"
         return Transition(
-            "streaming",
-            "commit",
-            target,
-            guard=lambda s, p: p["kind"] == kind and s.chunk < cap,
-            guard_label=kind,
-            effect=lambda s, p: committed(s),
-            effect_label=f"get_req_chunk += 1, ready{label}",
-            name=f"streaming--commit({kind})-->{target or 'streaming'}",
+            "streaming", "commit", target, guard=guard, effect=next_chunk_ready, name=name
         )
 
     return Machine(
@@ -188,18 +231,10 @@ def receiver_state_machine(chunks: int = 3) -> Machine:
             Event("resume", doc="the next segment starts: segment_finished_requests.discard"),
         ],
         transitions=[
-            Transition(
-                "streaming",
-                "register",
-                None,
-                guard=lambda s, p: not s.waiting,
-                guard_label="not waiting",
-                effect=lambda s, p: {"waiting": True},
-                effect_label="WAITING_FOR_CHUNK",
-            ),
-            commit(DATA, None, ""),
-            commit(SEGMENT_END, "segment_done", ", segment finished"),
-            commit(FINISHED, "exhausted", ", upstream exhausted"),
+            Transition("streaming", "register", None, guard=not_waiting, effect=wait_for_chunk),
+            commit(DATA, data, None),
+            commit(SEGMENT_END, segment_end, "segment_done"),
+            commit(FINISHED, finished, "exhausted"),
             Transition("segment_done", "resume", "streaming"),
         ],
     )
@@ -233,165 +268,235 @@ def load_entry_machine() -> Machine:
     )
 
 
+# -- producer and client ---------------------------------------------------------------
+
+
+def init(tx: Tx[Shared]) -> None:
+    for req in REQ.values:
+        tx.spawn("receiver", req)
+
+
+def put(tx: Tx[Shared], req: Hashable, *, stream: tuple[str, ...]) -> None:
+    """The upstream puts the next chunk of the current incarnation's `stream`."""
+    state = tx.handle("receiver", req)
+    tx.require(state is not None)
+    assert state is not None
+    chunks = tx.g.connector
+    tx.require(len(chunks) < len(stream))
+    tx.put(connector=(*chunks, Chunk(stream[len(chunks)], state.generation)))
+
+
+def new_request(tx: Tx[Shared], req: Hashable) -> None:
+    tx.require(not tx.live(("receiver", req)), "the id is still in use")
+    tx.spawn("receiver", req)
+    tx.put(connector=())  # the new incarnation's upstream starts its own stream
+
+
+# -- scheduler -------------------------------------------------------------------------
+
+
+def load_async(tx: Tx[Shared], req: Hashable) -> None:
+    state = tx.handle("receiver", req)
+    tx.require(state is not None)
+    assert state is not None
+    tx.require(tx.handle("entry", req) is None)  # already registered: return
+    tx.require(tx.fire(state, "register").accepted)
+    tx.spawn("entry", req)
+
+
+def resume_segment(tx: Tx[Shared], req: Hashable) -> None:
+    state = tx.handle("receiver", req)
+    tx.require(state is not None)
+    assert state is not None
+    tx.require(tx.fire(state, "resume").accepted)
+
+
+def cleanup(tx: Tx[Shared], req: Hashable) -> None:
+    state = tx.handle("receiver", req)
+    tx.require(state is not None)  # a second cleanup changes nothing
+    assert state is not None
+    entry = tx.handle("entry", req)
+    if entry is not None:
+        tx.retire(entry)  # _registered_load_entries.pop: in-flight polls go stale
+    tx.retire(state)  # get_req_chunk and both flags popped
+    tx.emit(out("cleaned", request=state, entry=entry))
+
+
+# -- recv thread -----------------------------------------------------------------------
+
+
+def start(tx: Tx[Shared], req: Hashable, *, found: bool) -> None:
+    """Step 1 of ``_poll_single_request``, and ``connector.get`` finding a chunk or not."""
+    tx.require(tx.g.in_flight is None)
+    entry = tx.handle("entry", req)
+    tx.require(entry is not None)
+    assert entry is not None
+    snap = tx.snapshot(("receiver", req))
+    assert snap is not None  # an entry implies receiver state
+    chunk_id = snap.chunk
+    chunks = tx.g.connector
+    tx.require((chunk_id < len(chunks)) == found)
+    tx.fire(entry, "get_start")
+    if found:
+        read = chunks[chunk_id]
+        flight = InFlight(entry, chunk_id, read.kind, read.producer)
+    else:
+        flight = InFlight(entry, chunk_id, None, 0)
+    tx.put(in_flight=flight)
+
+
+def get_start(tx: Tx[Shared], req: Hashable) -> None:
+    start(tx, req, found=True)
+
+
+def get_start_empty(tx: Tx[Shared], req: Hashable) -> None:
+    start(tx, req, found=False)
+
+
+def take_flight(tx: Tx[Shared]) -> InFlight:
+    """connector.get returned: the poll the recv thread was running, now over."""
+    flight = tx.g.in_flight
+    tx.require(flight is not None)
+    assert flight is not None
+    tx.put(in_flight=None)
+    return flight
+
+
+def commit_or_requeue(tx: Tx[Shared], flight: InFlight) -> None:
+    """A None requeues the entry (False: polled again); a chunk is committed (CTA:534-544)."""
+    entry = flight.entry
+    if flight.result is None:
+        tx.fire(entry, "get_miss")
+        return
+    req = entry.key
+    state = tx.handle("receiver", req)
+    if state is not None:
+        tx.fire(state, "commit", kind=flight.result)
+    what = {"producer": flight.producer, "chunk": flight.chunk_id, "kind": flight.result}
+    tx.emit(out("committed", request=state, entry=entry, **what))
+    registered = tx.handle("entry", req)
+    if registered is not None:
+        tx.retire(registered)  # _registered_load_entries.pop(req_id, None)
+
+
+def get_return(tx: Tx[Shared]) -> None:
+    """connector.get returned while the entry is still the registered one."""
+    flight = take_flight(tx)
+    # _registered_load_entries.get(req_id) is entry: after a None (CTA:515-526)
+    # and, before the commit, after a chunk (CTA:528-533).
+    tx.require(tx.live(flight.entry))
+    commit_or_requeue(tx, flight)
+
+
+def get_return_stale(tx: Tx[Shared]) -> None:
+    """cleanup_receiver popped the registration while connector.get ran: the poll is dropped."""
+    flight = take_flight(tx)
+    tx.require(not tx.live(flight.entry))
+    if flight.result is not None:
+        tx.emit(out("dropped", entry=flight.entry, chunk=flight.chunk_id))  # the commit barrier
+
+
+def get_return_without_recheck(tx: Tx[Shared]) -> None:
+    """`get_return` without the re-check before the commit (CTA:532-533 removed)."""
+    flight = take_flight(tx)
+    # Only a None re-checks the entry's identity (CTA:515-526); a chunk is committed.
+    tx.require(tx.live(flight.entry) or flight.result is not None)
+    commit_or_requeue(tx, flight)
+
+
+def get_return_stale_without_recheck(tx: Tx[Shared]) -> None:
+    """`get_return_stale` without the re-check: only a None is dropped."""
+    flight = take_flight(tx)
+    tx.require(not tx.live(flight.entry) and flight.result is None)
+
+
+class Returns(NamedTuple):
+    """The recv thread's two steps after ``connector.get`` returns."""
+
+    live: RunFn
+    stale: RunFn
+
+
+WITH_RECHECK = Returns(get_return, get_return_stale)
+"""0.30.0: cleanup_receiver is a commit barrier (CTA:528-533)."""
+WITHOUT_RECHECK = Returns(get_return_without_recheck, get_return_stale_without_recheck)
+"""The identity re-check before the commit removed."""
+
+
+# -- the system ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """Bounds, and the part a known-bug variant replaces."""
+
+    name: str = "receiver_system"
+    incarnations: int = 2  # the request id is used this many times
+    stream: tuple[str, ...] = (DATA, SEGMENT_END, FINISHED)
+    # What _poll_single_request does once connector.get returns (CTA:515-544).
+    returns: Returns = WITH_RECHECK
+
+
 _OUTPUT_ONLY = "an output only: the action changes the same state without it"
 
 EQUIVALENT_MUTANTS: dict[str, str] = {
     "drop-guard receiver_state.streaming--register-->(same)": "load_async refuses a "
     "registered id first, and waiting holds exactly while an entry is registered",
-    'skip-spawn build.<locals>.init: tx.spawn("receiver", req)': "new_request spawns "
+    'skip-spawn init: tx.spawn("receiver", req)': "new_request spawns "
     "the first incarnation instead, with the same generation and an empty stream",
-    'skip-require build.<locals>.load_async: tx.require(tx.handle("entry", req) is None)'
+    'skip-require load_async: tx.require(tx.handle("entry", req) is None)'
     "  # already registered: return": "the register guard (not waiting) refuses the same "
     "states: waiting holds exactly while an entry is registered",
-    'skip-require build.<locals>.resume_segment: tx.require(tx.fire(state, "resume")'
-    ".accepted)": "a resume the machine rejects changes no state",
-    'skip-emit build.<locals>.cleanup: tx.emit(out("cleaned", request=state, entry=entry))': (
-        _OUTPUT_ONLY
-    ),
-    'skip-emit build.<locals>.get_return: tx.emit(out("committed", request=state, '
-    "entry=entry, **what))": _OUTPUT_ONLY,
-    'skip-emit build.<locals>.get_return_stale: tx.emit(out("dropped", entry=entry, '
-    "chunk=chunk_id))  # the commit barrier": _OUTPUT_ONLY,
+    'skip-require resume_segment: tx.require(tx.fire(state, "resume").accepted)': "a resume "
+    "the machine rejects changes no state",
+    'skip-emit cleanup: tx.emit(out("cleaned", request=state, entry=entry))': _OUTPUT_ONLY,
+    'skip-emit commit_or_requeue: tx.emit(out("committed", request=state, entry=entry, '
+    "**what))": _OUTPUT_ONLY,
+    'skip-emit get_return_stale: tx.emit(out("dropped", entry=flight.entry, '
+    "chunk=flight.chunk_id))  # the commit barrier": _OUTPUT_ONLY,
 }
 """Mutants of `receiver_system` that behave like it, by id, with the reason."""
 
 
+def _properties(chunks: int) -> tuple[Property, ...]:
+    """The spec's properties (`statecore.spec.receiver`)."""
+    spec = importlib.import_module("statecore.spec.receiver")
+    found: tuple[Property, ...] = spec.properties(chunks)
+    return found
+
+
 def build(config: ReceiverConfig = ReceiverConfig()) -> System:
     """The receiver system for `config`, with the spec's properties."""
-    from statecore.spec.receiver import properties
-
-    req_keys = Keys("req", 1)
     stream = config.stream
-    receiver = receiver_state_machine(len(stream))
     entries = config.incarnations * (len(stream) + 2)
-
-    def init(tx: Tx) -> None:
-        for req in req_keys.values:
-            tx.spawn("receiver", req)
-
-    # -- producer and client ---------------------------------------------------------
-
-    def put(tx: Tx, req: Hashable) -> None:
-        state = tx.handle("receiver", req)
-        tx.require(state is not None)
-        assert state is not None
-        chunks: tuple[Chunk, ...] = tx.get("connector")
-        tx.require(len(chunks) < len(stream))
-        tx.set("connector", (*chunks, (stream[len(chunks)], state.generation)))
-
-    def new_request(tx: Tx, req: Hashable) -> None:
-        tx.require(not tx.live(("receiver", req)), "the id is still in use")
-        tx.spawn("receiver", req)
-        tx.set("connector", ())  # the new incarnation's upstream starts its own stream
-
-    # -- scheduler -----------------------------------------------------------------
-
-    def load_async(tx: Tx, req: Hashable) -> None:
-        state = tx.handle("receiver", req)
-        tx.require(state is not None)
-        assert state is not None
-        tx.require(tx.handle("entry", req) is None)  # already registered: return
-        tx.require(tx.fire(state, "register").accepted)
-        tx.spawn("entry", req)
-
-    def resume_segment(tx: Tx, req: Hashable) -> None:
-        state = tx.handle("receiver", req)
-        tx.require(state is not None)
-        assert state is not None
-        tx.require(tx.fire(state, "resume").accepted)
-
-    def cleanup(tx: Tx, req: Hashable) -> None:
-        state = tx.handle("receiver", req)
-        tx.require(state is not None)  # a second cleanup changes nothing
-        assert state is not None
-        entry = tx.handle("entry", req)
-        if entry is not None:
-            tx.retire(entry)  # _registered_load_entries.pop: in-flight polls go stale
-        tx.retire(state)  # get_req_chunk and both flags popped
-        tx.emit(out("cleaned", request=state, entry=entry))
-
-    # -- recv thread ---------------------------------------------------------------
-
-    def start(tx: Tx, req: Hashable, *, found: bool) -> None:
-        tx.require(tx.get("in_flight") is None)
-        entry = tx.handle("entry", req)
-        tx.require(entry is not None)
-        assert entry is not None
-        snap = tx.snapshot(("receiver", req))
-        assert snap is not None  # an entry implies receiver state
-        chunk_id = snap.chunk
-        chunks: tuple[Chunk, ...] = tx.get("connector")
-        tx.require((chunk_id < len(chunks)) == found)
-        tx.fire(entry, "get_start")
-        result, producer = chunks[chunk_id] if found else (None, 0)
-        flight: InFlight = (entry, chunk_id, result, producer)
-        tx.set("in_flight", flight)
-
-    def get_start(tx: Tx, req: Hashable) -> None:
-        start(tx, req, found=True)
-
-    def get_start_empty(tx: Tx, req: Hashable) -> None:
-        start(tx, req, found=False)
-
-    def take_flight(tx: Tx) -> InFlight:
-        """connector.get returned: the poll the recv thread was running, now over."""
-        flight: InFlight | None = tx.get("in_flight")
-        tx.require(flight is not None)
-        assert flight is not None
-        tx.set("in_flight", None)
-        return flight
-
-    def get_return(tx: Tx) -> None:
-        entry, chunk_id, result, producer = take_flight(tx)
-        # _registered_load_entries.get(req_id) is entry: after a None always
-        # (CTA:515-526), after a chunk only with the re-check (CTA:528-533).
-        tx.require(tx.live(entry) or (result is not None and not config.recheck))
-        if result is None:
-            tx.fire(entry, "get_miss")  # False: requeued, polled again
-            return
-        req = entry.key
-        state = tx.handle("receiver", req)
-        if state is not None:
-            tx.fire(state, "commit", kind=result)
-        what: dict[str, Hashable] = {"producer": producer, "chunk": chunk_id, "kind": result}
-        tx.emit(out("committed", request=state, entry=entry, **what))
-        registered = tx.handle("entry", req)
-        if registered is not None:
-            tx.retire(registered)  # _registered_load_entries.pop(req_id, None)
-
-    def get_return_stale(tx: Tx) -> None:
-        entry, chunk_id, result, _producer = take_flight(tx)
-        # cleanup_receiver popped the registration while connector.get ran.
-        tx.require(not tx.live(entry) and (result is None or config.recheck))
-        if result is not None:
-            tx.emit(out("dropped", entry=entry, chunk=chunk_id))  # the commit barrier
-
-    req_param = {"req": req_keys}
+    req = {"req": REQ}
     return System(
         config.name,
         doc=__doc__ or "",
         equivalent_mutants=EQUIVALENT_MUTANTS,
         components=[
-            Component("receiver", receiver, req_keys, max_generations=config.incarnations),
-            Component("entry", load_entry_machine(), req_keys, max_generations=entries),
+            Component(
+                "receiver",
+                receiver_state_machine(len(stream)),
+                REQ,
+                max_generations=config.incarnations,
+            ),
+            Component("entry", load_entry_machine(), REQ, max_generations=entries),
         ],
-        globals=[
-            Global("connector", (), doc="the current incarnation's stream put so far: see Chunk"),
-            Global("in_flight", None, doc="the recv thread in connector.get: see InFlight"),
-        ],
+        globals=Shared,
         init=init,
         actions=[
-            Action("put", "producer", put, req_param),
-            Action("new_request", "client", new_request, req_param),
-            Action("load_async", "scheduler", load_async, req_param, internal=True),
-            Action("resume_segment", "scheduler", resume_segment, req_param, internal=True),
-            Action("cleanup", "scheduler", cleanup, req_param),
-            Action("get_start", "recv_thread", get_start, req_param, internal=True),
-            Action("get_start_empty", "recv_thread", get_start_empty, req_param),
-            Action("get_return", "recv_thread", get_return, internal=True),
-            Action("get_return_stale", "recv_thread", get_return_stale, internal=True),
+            Action("put", "producer", partial(put, stream=stream), req),
+            Action("new_request", "client", new_request, req),
+            Action("load_async", "scheduler", load_async, req, internal=True),
+            Action("resume_segment", "scheduler", resume_segment, req, internal=True),
+            Action("cleanup", "scheduler", cleanup, req),
+            Action("get_start", "recv_thread", get_start, req, internal=True),
+            Action("get_start_empty", "recv_thread", get_start_empty, req),
+            Action("get_return", "recv_thread", config.returns.live, internal=True),
+            Action("get_return_stale", "recv_thread", config.returns.stale, internal=True),
         ],
-        properties=properties(len(stream)),
+        properties=_properties(len(stream)),
     )
 
 
@@ -400,7 +505,7 @@ RECEIVER_SYSTEM = build()
 
 def variant_no_recheck() -> System:
     """The identity re-check before the commit (CTA:532-533) removed."""
-    return build(ReceiverConfig(name="receiver_no_recheck", recheck=False))
+    return build(ReceiverConfig(name="receiver_no_recheck", returns=WITHOUT_RECHECK))
 
 
 _RX = __name__

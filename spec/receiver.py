@@ -14,9 +14,10 @@ removed (None if there was none).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sized
+from typing import Any, Protocol
 
-from statecore import Event, Field, Machine, State, Transition, Var
+from statecore import Event, Field, Machine, Snapshot, State, Transition, Var
 from statecore.properties import Predicate, Property, always, eventually, monitor, sometimes
 from statecore.system import Emitted, Handle, StateView
 
@@ -27,10 +28,40 @@ WAITING_IFF_REGISTERED = "waiting_iff_registered"
 
 POLL = "_poll_single_request (CTA:494-544)"
 
+Payload = Mapping[str, Any]
+
+
+class Poll(Protocol):
+    """The recv thread's poll as the properties read it (`statecore.models.receiver.InFlight`)."""
+
+    @property
+    def entry(self) -> Handle: ...
+    @property
+    def result(self) -> str | None: ...
+
+
+class Polled(Protocol):
+    """The globals the properties read (fields of `statecore.models.receiver.Shared`)."""
+
+    @property
+    def connector(self) -> Sized: ...
+    @property
+    def in_flight(self) -> Poll | None: ...
+
+
+View = StateView[Polled]
+
 
 def chunk_order_monitor(chunks: int = 3) -> Machine:
     """What one request incarnation may commit: its own chunks 0, 1, ... up to finished."""
     kinds = ("data", "segment_end", "finished")
+
+    def own_chunk_next(s: Snapshot, p: Payload) -> bool:
+        """Its own upstream's chunk `next`, not the finished one, within the stream."""
+        return bool(
+            p["own"] and p["index"] == s.next and p["kind"] != "finished" and s.next < chunks
+        )
+
     return Machine(
         "chunk_order",
         doc="An incarnation commits its own upstream's chunks in key order from 0, without "
@@ -52,29 +83,20 @@ def chunk_order_monitor(chunks: int = 3) -> Machine:
             )
         ],
         transitions=[
-            Transition(
-                "streaming",
-                "commit",
-                None,
-                guard=lambda s, p: (
-                    p["own"]
-                    and p["index"] == s.next
-                    and p["kind"] != "finished"
-                    and s.next < chunks
-                ),
-                guard_label="own chunk `next`",
-                effect=lambda s, p: {"next": s.next + 1},
-                effect_label="next += 1",
-            ),
-            Transition(
-                "streaming",
-                "commit",
-                "ended",
-                guard=lambda s, p: p["own"] and p["index"] == s.next and p["kind"] == "finished",
-                guard_label="own finished chunk `next`",
-            ),
+            Transition("streaming", "commit", None, guard=own_chunk_next, effect=count_commit),
+            Transition("streaming", "commit", "ended", guard=own_finished_chunk_next),
         ],
     )
+
+
+def own_finished_chunk_next(s: Snapshot, p: Payload) -> bool:
+    """Its own upstream's finished chunk, as chunk `next`."""
+    return bool(p["own"] and p["index"] == s.next and p["kind"] == "finished")
+
+
+def count_commit(s: Snapshot, p: Payload) -> dict[str, Any]:
+    """One more chunk committed."""
+    return {"next": s.next + 1}
 
 
 def route_committed(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object]] | None:
@@ -126,27 +148,26 @@ def route_registration(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, ob
 
 
 def _finished_ends_stream(chunks: int) -> Predicate:
-    def pred(v: StateView) -> bool:
-        if len(v.get("connector")) < chunks:
+    def finished_ends_stream(v: View) -> bool:
+        if len(v.g.connector) < chunks:
             return True
         for handle, snap in v.live("receiver"):
             if snap.state != "exhausted" or v.snapshot("entry", handle.key) is not None:
                 return False
         return True
 
-    return pred
+    return finished_ends_stream
 
 
-def _late_chunk_in_flight(v: StateView) -> bool:
-    flight = v.get("in_flight")
-    if flight is None or flight[2] is None:
+def _late_chunk_in_flight(v: View) -> bool:
+    flight = v.g.in_flight
+    if flight is None or flight.result is None:
         return False
-    entry: Handle = flight[0]
-    slot = v.slot("entry", entry.key)
-    return slot.snapshot is None or slot.generation != entry.generation
+    slot = v.slot("entry", flight.entry.key)
+    return slot.snapshot is None or slot.generation != flight.entry.generation
 
 
-def _waiting_iff_registered(v: StateView) -> bool:
+def _waiting_iff_registered(v: View) -> bool:
     """A live incarnation is WAITING_FOR_CHUNK exactly while a registration of it is out."""
     return all(
         snap.waiting == (v.snapshot("entry", handle.key) is not None)
@@ -154,7 +175,7 @@ def _waiting_iff_registered(v: StateView) -> bool:
     )
 
 
-def _reused_to_end(v: StateView) -> bool:
+def _reused_to_end(v: View) -> bool:
     return any(
         handle.generation >= 2 and snap.state == "exhausted" for handle, snap in v.live("receiver")
     )
