@@ -126,6 +126,7 @@ from statecore.system import Action, Component, Keys, System
 
 from .request_state_access import FENCES, release_request_state, release_state
 from .request_state_actions import (
+    PUT_OUTCOMES,
     LateView,
     OnRefusal,
     abort,
@@ -293,7 +294,7 @@ def build(config: RequestStateConfig = REFERENCE) -> System:
                 {"namespace": NAMESPACES},
                 internal=True,
             ),
-            Action("put", "save_thread", put, {"outcome": ("ok", "fail")}, internal=True),
+            Action("put", "save_thread", put, {"outcome": PUT_OUTCOMES}, internal=True),
             Action(
                 "retained_get_or_create",
                 "producer_callback",

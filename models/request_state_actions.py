@@ -18,7 +18,7 @@ what `process` does `on_refusal` (`fail_open`, `raise_then_put`,
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Literal
 
 from statecore import Outcome
 from statecore.system import Handle, Tx
@@ -34,11 +34,16 @@ from .request_state_records import (
     TERMINAL,
     UNAVAILABLE,
     InFlight,
+    Kind,
     Shared,
     Task,
     View,
 )
 from .sender_generation import cleanup_sender, fire_sender
+
+PutOutcome = Literal["ok", "fail"]
+"""The connector put succeeds, or returns False / raises."""
+PUT_OUTCOMES: tuple[PutOutcome, ...] = ("ok", "fail")
 
 OnRefusal = Callable[[Tx[Shared], Task], None]
 """What the save thread does once the producer's ``get_or_create`` was refused."""
@@ -61,7 +66,7 @@ def new_request(tx: Tx[Shared], ext: Hashable) -> None:
         tx.put(failures=tx.g.failures - {old})
 
 
-def save(tx: Tx[Shared], ext: Hashable, kind: str) -> None:
+def save(tx: Tx[Shared], ext: Hashable, kind: Kind) -> None:
     """``save_async``: the first accepted task creates the sender token and the state."""
     request = tx.handle("request", ext)
     tx.require(request is not None)
@@ -163,7 +168,7 @@ def process(
     on_refusal(tx, task)
 
 
-def put(tx: Tx[Shared], outcome: str) -> None:
+def put(tx: Tx[Shared], outcome: PutOutcome) -> None:
     """The connector put, then segment completion, canonical cleanup, or the failure record."""
     flight = tx.g.in_flight
     tx.require(flight is not None and flight.phase == READY)

@@ -16,14 +16,16 @@ from statecore.system import Handle
 Fence = Literal["identity", "identity_not_cancelled", "external_id", "unfenced"]
 LateCheck = Literal["retained", "context"]
 
-# Task kinds, as save_async is called.
-SEGMENT = "segment_end"
-TERMINAL = "terminal"
+Kind = Literal["segment_end", "terminal"]
+"""What a task saves, as ``save_async`` is called (also the request's event)."""
+SEGMENT: Kind = "segment_end"
+TERMINAL: Kind = "terminal"
 
-# Phases of the task in flight.
-BEGUN = "begun"
+Phase = Literal["begun", "ready"]
+"""How far the task in flight got."""
+BEGUN: Phase = "begun"
 """The fence of ``_send_single_request`` let it run; the producer has not run yet."""
-READY = "ready"
+READY: Phase = "ready"
 """The producer ran (or its exception was handled): the put is next."""
 
 CANCELLED = ("draining", "retiring")  # sender states with `cancelled` set
@@ -41,7 +43,7 @@ class Task(NamedTuple):
     sender: Handle  # the sender generation (``_SenderGeneration``) it was queued under
     state: Handle  # the request state generation its producer reads
     request: Handle  # the scheduler's request that saved it
-    kind: str  # SEGMENT or TERMINAL
+    kind: Kind
 
     @property
     def terminal(self) -> bool:
@@ -52,7 +54,7 @@ class InFlight(NamedTuple):
     """The task the save thread is running, and how far it got."""
 
     task: Task
-    phase: str  # BEGUN or READY
+    phase: Phase
 
 
 class View(NamedTuple):
