@@ -10,7 +10,7 @@ state.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from statecore import out
 from statecore.system import Handle, Tx
@@ -134,17 +134,5 @@ def release_request_state(tx: Tx[HoldsMade], ext: Hashable) -> None:
     tx.put(made=frozenset(m for m in tx.g.made if m.state != state))
 
 
-def release_state(tx: Tx[Any], ext: Hashable) -> None:
-    """Canonical cleanup for a system whose globals are `Global` entries (chunk_transfer).
-
-    As `release_request_state`, for a ``made`` global of tuples whose first
-    item is the state generation. Kept as it was, line for line, so that the
-    mutant ids chunk_transfer declares stay valid until it reads typed globals
-    and forgets its own ``made`` entries by field name.
-    """
-    state = tx.handle("state", ext)
-    if state is None:
-        return
-    tx.fire(state, "release")
-    tx.retire(state)
-    tx.set("made", frozenset(m for m in tx.get("made") if m[0] != state))
+release_state = release_request_state
+"""The earlier name of `release_request_state`, kept importable."""
