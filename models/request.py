@@ -80,25 +80,15 @@ def request_machine(name: str = "client_request") -> Machine:
             Event(
                 "abort",
                 policy="ignore",
-                doc="Omni.abort popped the state directly (sync removal)",
+                doc="Omni.abort recorded the failure and popped the state directly (sync removal)",
             ),
         ],
         transitions=[
             Transition("registered", "output", "streaming"),
-            Transition("streaming", "finish", "succeeded", effect_label="e2e_done"),
-            Transition(RUNNING, "fail", "failed", effect_label="failure recorded once"),
-            Transition(
-                TERMINAL,
-                "cleanup",
-                "removed",
-                effect_label="pop request_states, republish gauges",
-            ),
-            Transition(
-                (*RUNNING, "failed"),
-                "abort",
-                "removed",
-                effect_label="record failure, pop request_states",
-            ),
+            Transition("streaming", "finish", "succeeded"),
+            Transition(RUNNING, "fail", "failed"),
+            Transition(TERMINAL, "cleanup", "removed"),
+            Transition((*RUNNING, "failed"), "abort", "removed"),
         ],
     )
 

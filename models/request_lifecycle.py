@@ -268,13 +268,13 @@ def record(
         if o.part.component == "segment" and o.part.key == key and o.request.generation == instance
     ]
     tx.require(retained, "no such handle was handed out")
-    handle, request = retained[0]
-    arrived = arrival(tx, request, edge, event)
+    held = retained[0]
+    arrived = arrival(tx, held.request, edge, event)
     try:
-        answered = observe(tx, request, write_to(handle), event, elapsed)
+        answered = observe(tx, held.request, write_to(held.part), event, elapsed)
     except Raised as exc:
-        answered = raised_into(tx, request, exc)
-    answer(tx, request, segment, arrived, True, elapsed, answered)
+        answered = raised_into(tx, held.request, exc)
+    answer(tx, held.request, segment, arrived, True, elapsed, answered)
 
 
 def deliver(

@@ -23,13 +23,12 @@ from .request_lifecycle_records import (
     RECORDED,
     Answer,
     Arrival,
-    Current,
     Misattribution,
     Ownership,
     Raised,
     Shared,
 )
-from .stream_edge import segment_order
+from .stream_edge import Current, segment_order
 
 WriteTarget = Handle | tuple[str, Hashable]
 """What a call fires at: a handle (one instance) or ``(component, key)`` (whichever is live)."""

@@ -3,8 +3,8 @@
 `RequestLifecycleConfig` holds the bounds (`statecore.models.request_lifecycle`
 says what each variant replaces). `Shared` is the system's globals, one field
 per global in the order the state is laid out; `StateObject`, `Ownership`,
-`Removal` and `Misattribution` are the rows its sets hold. `Answer`,
-`Arrival` and `Current` are what the recorder's calls return within a step.
+`Removal` and `Misattribution` are the rows its sets hold. `Answer` and
+`Arrival` are what the recorder's calls return within a step.
 """
 
 from __future__ import annotations
@@ -101,13 +101,6 @@ class Shared(NamedTuple):
     misattributed: Annotated[frozenset[Misattribution], "(observed, recording instance)"] = (
         frozenset()
     )
-
-
-class Current(NamedTuple):
-    """An edge's current segment: its number and its live handle."""
-
-    segment: int
-    handle: Handle
 
 
 class Arrival(NamedTuple):

@@ -60,11 +60,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, NamedTuple, cast
 
-from statecore import Event, Field, Machine, State, Transition, Var, out
+from statecore.spec.stream_edge import DROPPED, OBSERVATION, RECORDED, properties
+
+from statecore import Event, Field, Machine, Output, State, Transition, Var, out
 from statecore.registry import Target
-from statecore.system import Action, Component, Global, Handle, Keys, System, Tx
+from statecore.system import Action, Component, Handle, Keys, System, Tx
 
 # The four first-payload boundaries of one directed edge, in stream order:
 # the producer stage emits its first payload, the connector completes its
@@ -110,18 +112,20 @@ def recorder_machine(name: str = "stream_edge_recorder") -> Machine:
             Event("close", policy="ignore", doc="release_stream_edge_metrics(); idempotent"),
         ],
         transitions=[
-            Transition("open", "open_edge", None, effect_label="admit edge"),
-            Transition("open", "close", "closed", effect_label="close edges and segments"),
+            Transition("open", "open_edge", None),
+            Transition("open", "close", "closed"),
         ],
     )
 
 
-def _order_is(order: str) -> Any:
-    def guard(s: object, p: Mapping[str, Any]) -> bool:
-        return bool(p["order"] == order)
+def newer(s: object, p: Mapping[str, Any]) -> bool:
+    """The observed segment is newer than the edge's current one."""
+    return bool(p["order"] == "newer")
 
-    guard.__name__ = order
-    return guard
+
+def same(s: object, p: Mapping[str, Any]) -> bool:
+    """The observed segment is the edge's current one."""
+    return bool(p["order"] == "same")
 
 
 def edge_machine(*, late_raises: bool = False, name: str = "") -> Machine:
@@ -160,37 +164,56 @@ def edge_machine(*, late_raises: bool = False, name: str = "") -> Machine:
                 "idle",
                 "start_segment",
                 "active",
-                guard=_order_is("newer"),
-                effect_label="first segment",
+                guard=newer,
                 name="first_segment",
             ),
             Transition(
                 "active",
                 "start_segment",
                 None,
-                guard=_order_is("newer"),
-                effect_label="retire the old handle",
+                guard=newer,
                 name="advance",
             ),
             Transition(
                 "active",
                 "start_segment",
                 None,
-                guard=_order_is("same"),
-                effect_label="same handle (reconnect)",
+                guard=same,
                 name="rebind",
             ),
             Transition(
                 "active",
                 "observe",
                 None,
-                guard=_order_is("same"),
-                effect_label="route to the current handle",
+                guard=same,
                 name="route",
             ),
             Transition(("idle", "active"), "close", "closed", name="close"),
         ],
     )
+
+
+def valid_and_unset(s: Any, p: Mapping[str, Any]) -> bool:
+    """The elapsed time is valid and the event is not recorded yet: the first valid write."""
+    return valid_elapsed(p["elapsed_ms"]) and not getattr(s, p["event"])
+
+
+def unset_or_raise(s: Any, p: Mapping[str, Any]) -> bool:
+    """The PR head's guard: the event is not recorded yet; a bad elapsed time raises."""
+    elapsed = p["elapsed_ms"]
+    if math.isnan(elapsed) or elapsed < 0 or math.isinf(elapsed):
+        raise ValueError(f"elapsed_ms must be finite and >= 0, got {elapsed!r}")
+    return not getattr(s, p["event"])
+
+
+def store_elapsed_ms(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
+    """The event is recorded (the recorder keeps the value itself)."""
+    return {p["event"]: True}
+
+
+def recorded(s: Any, p: Mapping[str, Any]) -> tuple[Output, ...]:
+    """``recorded(event, elapsed_ms)``: what a segment handle stored."""
+    return (out("recorded", event=p["event"], elapsed_ms=p["elapsed_ms"]),)
 
 
 def segment_machine(
@@ -206,28 +229,6 @@ def segment_machine(
     closed handle still drops it silently (the PR's inconsistency).
     """
     names = tuple(events)
-
-    if raise_on_invalid:
-
-        def first_write(s: Any, p: Mapping[str, Any]) -> bool:
-            elapsed = p["elapsed_ms"]
-            if math.isnan(elapsed) or elapsed < 0 or math.isinf(elapsed):
-                raise ValueError(f"elapsed_ms must be finite and >= 0, got {elapsed!r}")
-            return not getattr(s, p["event"])
-
-        label = "unset (raises on a bad elapsed_ms)"
-    else:
-
-        def first_write(s: Any, p: Mapping[str, Any]) -> bool:
-            return valid_elapsed(p["elapsed_ms"]) and not getattr(s, p["event"])
-
-        label = "valid elapsed_ms and unset"
-
-    def set_flag(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
-        return {p["event"]: True}
-
-    def recorded(s: Any, p: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (out("recorded", event=p["event"], elapsed_ms=p["elapsed_ms"]),)
 
     def forget(s: Any, p: Mapping[str, Any]) -> dict[str, bool]:
         # A dead handle accepts nothing, so its flags no longer matter; the
@@ -261,10 +262,8 @@ def segment_machine(
                 "live",
                 "record",
                 None,
-                guard=first_write,
-                guard_label=label,
-                effect=set_flag,
-                effect_label="store elapsed_ms",
+                guard=unset_or_raise if raise_on_invalid else valid_and_unset,
+                effect=store_elapsed_ms,
                 emit=recorded,
                 name="record",
             ),
@@ -288,6 +287,174 @@ STREAM_EDGE_MACHINES: tuple[Machine, ...] = (RECORDER, EDGE, SEGMENT)
 
 ELAPSED: tuple[float, ...] = (12.5, math.nan)
 
+THE_RECORDER = ("recorder", "it")
+"""The one recorder of the system, as ``(component, key)``."""
+
+
+class Recorded(NamedTuple):
+    """An event recorded on one segment of one edge."""
+
+    edge: str
+    segment: int
+    event: str
+
+
+class Started(NamedTuple):
+    """A segment of an edge the runtime started (and handed out a handle for)."""
+
+    edge: str
+    segment: int
+
+
+class Shared(NamedTuple):
+    """The recorder system's globals."""
+
+    recorded: Annotated[frozenset[Recorded], "(edge, segment, event) recorded so far"] = frozenset()
+    started: Annotated[frozenset[Started], "(edge, segment) the runtime started"] = frozenset()
+    breaches: Annotated[frozenset[str], "fence or closed"] = frozenset()
+
+
+class Current(NamedTuple):
+    """An edge's current segment: its number and its live handle."""
+
+    segment: int
+    handle: Handle
+
+
+def _segment_keys(tx: Tx[Shared]) -> tuple[tuple[str, int], ...]:
+    return cast("tuple[tuple[str, int], ...]", tx.system.component("segment").key_values)
+
+
+def current(tx: Tx[Shared], edge: str) -> Current | None:
+    """The current segment of `edge`: its live segment handle."""
+    for e, segment in _segment_keys(tx):
+        if e != edge:
+            continue
+        handle = tx.handle("segment", (edge, segment))
+        snap = tx.snapshot(handle) if handle is not None else None
+        if handle is not None and snap is not None and snap.state == "live":
+            return Current(segment, handle)
+    return None
+
+
+def start(tx: Tx[Shared], edge: str, segment: int) -> Handle | None:
+    """``start_segment(key, segment)``: a handle, or None (dropped)."""
+    edge_handle = tx.handle("edge", edge)
+    if edge_handle is None:
+        if not tx.fire(THE_RECORDER, "open_edge").accepted:
+            return None
+        edge_handle = tx.spawn("edge", edge)
+    cur = current(tx, edge)
+    order = segment_order(segment, None if cur is None else cur.segment)
+    if not tx.fire(edge_handle, "start_segment", order=order).accepted:
+        return None
+    if order == "same":
+        assert cur is not None
+        return cur.handle
+    if cur is not None:
+        tx.fire(cur.handle, "retire")
+    return tx.spawn("segment", (edge, segment))
+
+
+def route(tx: Tx[Shared], edge: str, segment: int) -> Handle | None:
+    """Where ``record(key, segment, ...)`` writes: the current segment's handle, or None."""
+    edge_handle = tx.handle("edge", edge)
+    if edge_handle is None:
+        return None  # telemetry never opens an edge
+    cur = current(tx, edge)
+    order = segment_order(segment, None if cur is None else cur.segment)
+    if not tx.fire(edge_handle, "observe", order=order).accepted:
+        return None  # late, not started yet, or closed
+    assert cur is not None
+    return cur.handle
+
+
+def write(
+    tx: Tx[Shared], handle: Handle, edge: str, segment: int, event: str, value: float
+) -> bool:
+    """``handle.record(event, value)``: whether it was recorded; a breach is noted."""
+    outcome = tx.fire(handle, "record", event=event, elapsed_ms=value)
+    if not outcome.accepted:
+        return False
+    tx.put(recorded=tx.g.recorded | {Recorded(edge, segment, event)})
+    cur = current(tx, edge)
+    breaches = set()
+    if cur is None or cur.segment != segment:
+        breaches.add("fence")
+    recorder = tx.snapshot(THE_RECORDER)
+    if recorder is not None and recorder.state == "closed":
+        breaches.add("closed")
+    if breaches:
+        tx.put(breaches=tx.g.breaches | breaches)
+    return True
+
+
+def observe(
+    tx: Tx[Shared],
+    edge: str,
+    segment: int,
+    event: str,
+    value: float,
+    find: Callable[[], Handle | None],
+) -> None:
+    """One observation call: `find` the handle it writes through, write, answer."""
+    cur = current(tx, edge)
+    taken = cur is not None and bool(getattr(tx.snapshot(cur.handle), event))
+    handle = find()
+    written = handle is not None and write(tx, handle, edge, segment, event, value)
+    tx.emit(
+        out(
+            OBSERVATION,
+            segment=segment,
+            current=-1 if cur is None else cur.segment,
+            taken=taken,
+            same=True,
+            elapsed_ms=value,
+            result=RECORDED if written else DROPPED,
+        )
+    )
+
+
+def start_segment(tx: Tx[Shared], edge: str, segment: int) -> None:
+    """The runtime starts (or rebinds to) `segment` of `edge` before dispatch."""
+    tx.require(start(tx, edge, segment) is not None)
+    tx.put(started=tx.g.started | {Started(edge, segment)})
+
+
+def record(tx: Tx[Shared], edge: str, segment: int, event: str, elapsed: float) -> None:
+    """A producer records through a handle the runtime handed out."""
+    tx.require(Started(edge, segment) in tx.g.started, "no such handle was handed out")
+    handle = tx.handle("segment", (edge, segment))
+    assert handle is not None  # the runtime started it
+    observe(tx, edge, segment, event, elapsed, lambda: handle)
+
+
+def deliver(tx: Tx[Shared], edge: str, segment: int, event: str, elapsed: float) -> None:
+    """Arriving telemetry, recorded by key: only the current segment takes it."""
+    observe(tx, edge, segment, event, elapsed, lambda: route(tx, edge, segment))
+
+
+def deliver_start_per_message(
+    tx: Tx[Shared], edge: str, segment: int, event: str, elapsed: float
+) -> None:
+    """Arriving telemetry through ``start_segment(key)``, as the review supposed the PR's API
+    would be used: a message for a newer segment starts it."""
+    observe(tx, edge, segment, event, elapsed, lambda: start(tx, edge, segment))
+
+
+def close(tx: Tx[Shared]) -> None:
+    """Canonical cleanup closes the recorder, then its edges and segments."""
+    tx.require(tx.fire(THE_RECORDER, "close").accepted)
+    for edge in tx.system.component("edge").key_values:
+        if tx.live(("edge", edge)):
+            tx.fire(("edge", edge), "close")
+    for key in _segment_keys(tx):
+        if tx.live(("segment", key)):
+            tx.fire(("segment", key), "close")
+
+
+Deliver = Callable[[Tx[Shared], str, int, str, float], None]
+
 
 def build(
     *,
@@ -295,124 +462,20 @@ def build(
     segments: int = 2,
     events: tuple[str, ...] = MODEL_EVENTS,
     elapsed: tuple[float, ...] = ELAPSED,
-    start_per_message: bool = False,
-    name: str = "",
+    transport: Deliver = deliver,
+    name: str = "stream_edge",
 ) -> System:
     """One recorder with its edges and segments, driven by runtime, producers and transport.
 
     Actions: ``start_segment`` (the runtime), ``record`` (a producer, through a
-    handle the runtime handed out), ``deliver`` (arriving telemetry routed by
-    key) and ``close`` (canonical cleanup). With `start_per_message` the
-    transport handler calls ``start_segment(key)`` for each message instead of
-    routing it by key, as the review supposed the PR's API would be used: the
-    variant replaces that one call.
+    handle the runtime handed out), ``deliver`` (arriving telemetry; `transport`
+    says how the handler writes it) and ``close`` (canonical cleanup).
 
     Bounds: two edges, two segments, two of the four events, elapsed times
     12.5 and NaN (the request-lifecycle model also tries negative and
     infinite ones; the symbolic check looks at every float).
     """
-    from statecore.spec.stream_edge import DROPPED, OBSERVATION, RECORDED, properties
-
     segment_keys = [(e, s) for e in edges for s in range(segments)]
-
-    def current(tx: Tx, edge: str) -> tuple[int, Handle] | None:
-        for segment in range(segments):
-            handle = tx.handle("segment", (edge, segment))
-            snap = tx.snapshot(handle) if handle is not None else None
-            if handle is not None and snap is not None and snap.state == "live":
-                return segment, handle
-        return None
-
-    def start(tx: Tx, edge: str, segment: int) -> Handle | None:
-        """``start_segment(key, segment)``: a handle, or None (dropped)."""
-        edge_handle = tx.handle("edge", edge)
-        if edge_handle is None:
-            if not tx.fire(("recorder", "it"), "open_edge").accepted:
-                return None
-            edge_handle = tx.spawn("edge", edge)
-        cur = current(tx, edge)
-        order = segment_order(segment, None if cur is None else cur[0])
-        if not tx.fire(edge_handle, "start_segment", order=order).accepted:
-            return None
-        if order == "same":
-            assert cur is not None
-            return cur[1]
-        if cur is not None:
-            tx.fire(cur[1], "retire")
-        return tx.spawn("segment", (edge, segment))
-
-    def route(tx: Tx, edge: str, segment: int) -> Handle | None:
-        """Where ``record(key, segment, ...)`` writes: the current segment's handle, or None."""
-        edge_handle = tx.handle("edge", edge)
-        if edge_handle is None:
-            return None  # telemetry never opens an edge
-        cur = current(tx, edge)
-        order = segment_order(segment, None if cur is None else cur[0])
-        if not tx.fire(edge_handle, "observe", order=order).accepted:
-            return None  # late, not started yet, or closed
-        assert cur is not None
-        return cur[1]
-
-    def write(tx: Tx, handle: Handle, edge: str, segment: int, event: str, value: float) -> bool:
-        outcome = tx.fire(handle, "record", event=event, elapsed_ms=value)
-        if not outcome.accepted:
-            return False
-        tx.set("recorded", tx.get("recorded") | {(edge, segment, event)})
-        cur = current(tx, edge)
-        breaches = set()
-        if cur is None or cur[0] != segment:
-            breaches.add("fence")
-        recorder = tx.snapshot(("recorder", "it"))
-        if recorder is not None and recorder.state == "closed":
-            breaches.add("closed")
-        if breaches:
-            tx.set("breaches", tx.get("breaches") | breaches)
-        return True
-
-    def observe(
-        tx: Tx, edge: str, segment: int, event: str, value: float, find: Callable[[], Handle | None]
-    ) -> None:
-        """One observation call: `find` the handle it writes through, write, answer."""
-        cur = current(tx, edge)
-        taken = cur is not None and bool(getattr(tx.snapshot(cur[1]), event))
-        handle = find()
-        recorded = handle is not None and write(tx, handle, edge, segment, event, value)
-        tx.emit(
-            out(
-                OBSERVATION,
-                segment=segment,
-                current=-1 if cur is None else cur[0],
-                taken=taken,
-                same=True,
-                elapsed_ms=value,
-                result=RECORDED if recorded else DROPPED,
-            )
-        )
-
-    def start_segment(tx: Tx, edge: str, segment: int) -> None:
-        tx.require(start(tx, edge, segment) is not None)
-        tx.set("started", tx.get("started") | {(edge, segment)})
-
-    def record(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
-        # A producer holds the handles the runtime handed out.
-        tx.require((edge, segment) in tx.get("started"), "no such handle was handed out")
-        handle = tx.handle("segment", (edge, segment))
-        assert handle is not None  # the runtime started it
-        observe(tx, edge, segment, event, elapsed, lambda: handle)
-
-    def deliver(tx: Tx, edge: str, segment: int, event: str, elapsed: float) -> None:
-        via = start if start_per_message else route
-        observe(tx, edge, segment, event, elapsed, lambda: via(tx, edge, segment))
-
-    def close(tx: Tx) -> None:
-        tx.require(tx.fire(("recorder", "it"), "close").accepted)
-        for edge in edges:
-            if tx.live(("edge", edge)):
-                tx.fire(("edge", edge), "close")
-        for key in segment_keys:
-            if tx.live(("segment", key)):
-                tx.fire(("segment", key), "close")
-
     observation: dict[str, Keys | Sequence[Hashable]] = {
         "edge": edges,
         "segment": range(segments),
@@ -420,18 +483,14 @@ def build(
         "elapsed": elapsed,
     }
     return System(
-        name or ("stream_edge_start_per_message" if start_per_message else "stream_edge"),
+        name,
         doc=__doc__ or "",
         components=[
             Component("recorder", recorder_machine(), ("it",)),
             Component("edge", edge_machine(), edges),
             Component("segment", segment_machine(events), segment_keys),
         ],
-        globals=[
-            Global("recorded", frozenset(), doc="(edge, segment, event) recorded so far"),
-            Global("started", frozenset(), doc="(edge, segment) the runtime started"),
-            Global("breaches", frozenset(), doc="fence or closed"),
-        ],
+        globals=Shared,
         init=_spawn_recorder,
         actions=[
             Action(
@@ -441,7 +500,7 @@ def build(
                 {"edge": edges, "segment": range(segments)},
             ),
             Action("record", "producer", record, observation),
-            Action("deliver", "orchestrator", deliver, observation),
+            Action("deliver", "orchestrator", transport, observation),
             Action("close", "entrypoint", close),
         ],
         properties=properties(),
@@ -461,13 +520,13 @@ MACHINE_EQUIVALENTS: dict[str, str] = {
 
 EQUIVALENT_MUTANTS: dict[str, str] = {
     **MACHINE_EQUIVALENTS,
-    'skip-require build.<locals>.close: tx.require(tx.fire(("recorder", "it"), "close")'
-    ".accepted)": "close is idempotent: closing a closed recorder closes nothing more",
+    'skip-require close: tx.require(tx.fire(THE_RECORDER, "close").accepted)': "close is "
+    "idempotent: closing a closed recorder closes nothing more",
 }
 
 
-def _spawn_recorder(tx: Tx) -> None:
-    tx.spawn("recorder", "it")
+def _spawn_recorder(tx: Tx[Shared]) -> None:
+    tx.spawn(*THE_RECORDER)
 
 
 STREAM_EDGE = build()
@@ -475,7 +534,7 @@ STREAM_EDGE = build()
 
 def variant_start_per_message() -> System:
     """Seed 004 point 2: the transport handler calls start_segment(key) per message."""
-    return build(start_per_message=True)
+    return build(transport=deliver_start_per_message, name="stream_edge_start_per_message")
 
 
 _SE = __name__

@@ -47,6 +47,8 @@ from typing import Any, cast
 from statecore.adapter import Adapter, AdapterError
 from statecore.system import ActionLabel, Handle, StateView, System, SystemState, SystemStep
 
+from . import request_lifecycle_records as lifecycle
+from . import stream_edge as recorder_system
 from . import stream_edge_impl
 from .stream_edge_impl import SegmentHandle, StreamEdgeKey, StreamEdgeRecorder, drop_request_state
 
@@ -144,7 +146,7 @@ class StreamEdgeRecorderBinding(Adapter):
         self.recorder = StreamEdgeRecorder(events=_events(system))
         self.edges = _edge_names(system.component("edge").key_values)
         self.keys = {edge: key for key, edge in self.edges.items()}
-        self.owner_key = system.component("recorder").key_values[0]
+        (self.owner_key,) = system.component("recorder").key_values
         self.handles: dict[tuple[str, int], SegmentHandle] = {}
         # (edge, segment, event) -> elapsed_ms of the step the model recorded it in.
         self.values: dict[tuple[str, int, str], float] = {}
@@ -211,17 +213,20 @@ class StreamEdgeRecorderBinding(Adapter):
             ("closed", snapshot.closed),
         )
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[recorder_system.Shared]) -> Hashable:
         segments = [
             (cast("tuple[str, int]", key), slot.snapshot) for key, slot in view.instances("segment")
         ]
-        recorded: frozenset[tuple[str, int, str]] = view.get("recorded")
         recorder = view.snapshot("recorder", self.owner_key)
         return (
             ("call", self.expected_call),
             (
                 "recorded",
-                tuple(sorted((*key, self.values.get(key)) for key in recorded)),
+                tuple(
+                    sorted(
+                        (r.edge, r.segment, r.event, self.values.get(r)) for r in view.g.recorded
+                    )
+                ),
             ),
             (
                 "current",
@@ -283,7 +288,7 @@ class Entrypoint:
 
     def generation(self, rid: str) -> int:
         """How many instances of `rid` were registered (the latest one's number)."""
-        return sum(1 for key in self.instances if key[0] == rid)
+        return sum(1 for registered, _ in self.instances if registered == rid)
 
     def apply(self, label: ActionLabel) -> bool | str | None:
         """Make `label`'s calls; the result of ``open_segment``, ``record`` and ``deliver``.
@@ -374,8 +379,8 @@ class StreamEdgeLifecycleBinding(Adapter):
             expected = model_accepted(step)
         self.observed_call = (label.name, observed)
         self.expected_call = (label.name, expected)
-        now = self.system.view(step.state)
-        owner: dict[Handle, Handle] = dict(now.get("owner"))
+        now: StateView[lifecycle.Shared] = self.system.view(step.state)
+        owner = {owned.part: owned.request for owned in now.g.owner}
         args: dict[str, Any] = dict(label.args)
         for emitted in step.outputs:
             if emitted.output.name == "recorded" and emitted.source is not None:
@@ -385,10 +390,10 @@ class StreamEdgeLifecycleBinding(Adapter):
                 self.values[key] = args["elapsed"]
         if label.name in ("cleanup", "abort_sync"):
             # The helper logs (never raises) what a raising release hook raises.
-            was = self.system.view(before)
+            was: StateView[lifecycle.Shared] = self.system.view(before)
             ext = args["ext"]
             removed = Handle("request", ext, was.slot("request", ext).generation)
-            if (removed, "raising") in was.get("state_objects"):
+            if lifecycle.StateObject(removed, "raising") in was.g.state_objects:
                 self.expected_release_errors += 1
         for handle, snap in [*now.live("recorder"), *now.live("segment")]:
             made_by = owner.get(handle)
@@ -449,7 +454,7 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("release_errors", len(entry.release_errors)),
         )
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[lifecycle.Shared]) -> Hashable:
         registered = tuple(sorted((str(h.key), h.generation) for h, _ in view.live("request")))
         return (
             ("call", self.expected_call),
@@ -457,7 +462,7 @@ class StreamEdgeLifecycleBinding(Adapter):
             ("recorded", tuple(sorted((*key, value) for key, value in self.values.items()))),
             ("recorders", tuple(sorted((*key, s) for key, s in self.recorder_states.items()))),
             ("handles", tuple(sorted((*key, s) for key, s in self.segment_states.items()))),
-            ("consumed", tuple(sorted(str(x) for x in view.get("consumed")))),
-            ("gauge", view.get("gauge")),
+            ("consumed", tuple(sorted(str(x) for x in view.g.consumed))),
+            ("gauge", view.g.gauge),
             ("release_errors", self.expected_release_errors),
         )

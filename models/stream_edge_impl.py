@@ -394,12 +394,10 @@ class StreamEdgeRecorder:
                     key.to_stage,
                     segment,
                     (key, segment) in currents,
-                    MappingProxyType({n: values.get(n) for n in self._order}),
+                    MappingProxyType({n: self._values[key, segment].get(n) for n in self._order}),
                     self._clock_domains,
                 )
-                for (key, segment), values in sorted(
-                    self._values.items(), key=lambda item: (item[0][0], item[0][1])
-                )
+                for key, segment in sorted(self._values)
             )
             return StreamEdgeSnapshot(self.closed, self._clock_domains, rows)
 

@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from statecore import Event, Field, Machine, State, Transition
-from statecore.properties import Predicate, Property, Route, always, monitor, sometimes
+from statecore.properties import Property, Route, always, monitor, sometimes
 from statecore.system import Emitted, StateView
+
+if TYPE_CHECKING:  # the model imports this spec: at run time the import would be a cycle
+    from statecore.models.stream_edge import Shared
+
+    View = StateView[Shared]
 
 ONCE_ONLY = "once_only_events"
 SEGMENTS_FENCED = "segments_fenced"
@@ -75,6 +80,11 @@ def route_recorded(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, object
     return (emitted.source, emitted.output.get("event")), "recorded", {}
 
 
+def nothing_excuses_a_breach(s: object, p: Mapping[str, Any]) -> bool:
+    """A breach monitor's guard: no output routed to it is ever accepted."""
+    return False
+
+
 def breach_monitor(name: str) -> Machine:
     """A monitor that refuses every output routed to it: its router sends only breaches."""
     return Machine(
@@ -88,8 +98,7 @@ def breach_monitor(name: str) -> Machine:
                 "holds",
                 "breach",
                 None,
-                guard=lambda s, p: False,
-                guard_label="nothing excuses a breach",
+                guard=nothing_excuses_a_breach,
             )
         ],
     )
@@ -121,6 +130,16 @@ def _due(emitted: Emitted) -> str | None:
     return f"a valid first observation of the current segment was {o.get('result')}"
 
 
+def answered_recorded(s: object, p: Mapping[str, Any]) -> bool:
+    """The observation call answered ``recorded``."""
+    return bool(p["result"] == RECORDED)
+
+
+def answered_dropped_or_raised(s: object, p: Mapping[str, Any]) -> bool:
+    """The observation call answered ``dropped`` or raised."""
+    return bool(p["result"] != RECORDED)
+
+
 def answer_monitor() -> Machine:
     """One observation call: a stored value comes with a ``recorded`` answer, and only then."""
     return Machine(
@@ -145,15 +164,13 @@ def answer_monitor() -> Machine:
                 "storing",
                 "answered",
                 "idle",
-                guard=lambda s, p: p["result"] == RECORDED,
-                guard_label="recorded",
+                guard=answered_recorded,
             ),
             Transition(
                 "idle",
                 "answered",
                 None,
-                guard=lambda s, p: p["result"] != RECORDED,
-                guard_label="dropped or raised",
+                guard=answered_dropped_or_raised,
             ),
         ],
     )
@@ -192,19 +209,19 @@ def rejected_observation_leaves_no_state(source: str) -> Property:
     )
 
 
-def _no_breach(kind: str) -> Predicate:
-    def pred(v: StateView) -> bool:
-        return kind not in v.get("breaches")
+def _no_breach(kind: str) -> Callable[[View], bool]:
+    def pred(v: View) -> bool:
+        return kind not in v.g.breaches
 
     return pred
 
 
-def _runtime_segments_only(v: StateView) -> bool:
+def _runtime_segments_only(v: View) -> bool:
     """On every edge the runtime started: its segments, and only its latest one live."""
-    started = set(v.get("started"))
+    started = set(v.g.started)
     latest: dict[str, int] = {}
-    for edge, segment in started:
-        latest[edge] = max(latest.get(edge, segment), segment)
+    for s in started:
+        latest[s.edge] = max(latest.get(s.edge, s.segment), s.segment)
     held = set()
     for key, slot in v.instances("segment"):
         edge, segment = cast("tuple[str, int]", key)
@@ -216,16 +233,30 @@ def _runtime_segments_only(v: StateView) -> bool:
     return held == started
 
 
-def _recorded_twice(v: StateView, *, same_edge: bool, same_segment: bool) -> bool:
+def _recorded_twice(v: View, *, same_edge: bool, same_segment: bool) -> bool:
     """Some event is recorded on two (edge, segment) pairs differing as asked."""
-    rows = v.get("recorded")
-    for edge, segment, event in rows:
-        for edge2, segment2, event2 in rows:
-            if event2 != event or (edge2, segment2) == (edge, segment):
+    rows = v.g.recorded
+    for a in rows:
+        for b in rows:
+            if b.event != a.event or (b.edge, b.segment) == (a.edge, a.segment):
                 continue
-            if (edge2 == edge) == same_edge and (segment2 == segment) == same_segment:
+            if (b.edge == a.edge) == same_edge and (b.segment == a.segment) == same_segment:
                 return True
     return False
+
+
+def _two_events_on_one_segment(v: View) -> bool:
+    rows = v.g.recorded
+    return any(
+        sum(1 for b in rows if (b.edge, b.segment) == (a.edge, a.segment)) >= 2 for a in rows
+    )
+
+
+def _live_handle_handed_out(v: View) -> bool:
+    return any(
+        (snap := v.snapshot("segment", key)) is not None and snap.state == "live"
+        for key in v.g.started
+    )
 
 
 def properties() -> tuple[Property, ...]:
@@ -280,19 +311,13 @@ def properties() -> tuple[Property, ...]:
         sometimes(
             "two_events_on_one_segment",
             "Two events are recorded on one segment (events are isolated).",
-            lambda v: any(
-                sum(1 for e2, s2, _ in v.get("recorded") if (e2, s2) == (e, s)) >= 2
-                for e, s, _ in v.get("recorded")
-            ),
+            _two_events_on_one_segment,
             source="vacuity guard: first write wins per event",
         ),
         sometimes(
             "live_handle_handed_out",
             "A producer holds a live segment handle the runtime handed out.",
-            lambda v: any(
-                (snap := v.snapshot("segment", key)) is not None and snap.state == "live"
-                for key in v.get("started")
-            ),
+            _live_handle_handed_out,
             source="vacuity guard: the producers' path through a handle",
         ),
         sometimes(
