@@ -63,10 +63,10 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     "reference never takes (UNTAKEN_IN_REFERENCE)",
     # The producer state.
     "drop-effect request_state.open|failed--release-->released": _RETIRED,
-    'skip-fire release_state: tx.fire(state, "release")': _RETIRED,
-    'skip-set release_state: tx.set("made", frozenset(m for m in tx.get("made") if m[0] != '
-    "state))": "a made entry names a state generation: once it is retired no live handle "
-    "equals it (_read_state and request_state_retained compare generations)",
+    'skip-fire release_request_state: tx.fire(state, "release")': _RETIRED,
+    "skip-put release_request_state: tx.put(made=frozenset(m for m in tx.g.made if m.state "
+    "!= state))": "a made entry names a state generation: once it is retired no live handle "
+    "equals it (read_state and request_state_retained compare generations)",
     'skip-fire record_send_failure: tx.fire(held, "send_failed")': "the reference's request "
     "state keeps its namespaces on send_failed, and open and failed accept the same events",
     'skip-fire put: tx.fire(state, "complete_segment")': "the reference's "

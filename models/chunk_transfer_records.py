@@ -113,6 +113,11 @@ class InFlight(NamedTuple):
     phase: str  # BEGUN, PUTTING or FINISHING
     detail: str | None  # PUTTING: DATA, EMPTY or ERROR; FINISHING: None or RAISED
 
+    @property
+    def put_returned(self) -> bool:
+        """connector.put returned or raised: the task holds no copy of its save any more."""
+        return self.phase == FINISHING
+
 
 class Put(NamedTuple):
     """What the connector holds and the consumer reads."""

@@ -14,7 +14,7 @@ from statecore import Outcome
 from statecore.system import Handle, Tx
 
 from .chunk_transfer_records import Owner, Shared
-from .request_state import release_state
+from .request_state import release_request_state
 from .sender_generation import cleanup_sender, fire_sender
 
 
@@ -60,7 +60,7 @@ def fire_on_sender(tx: Tx[Shared], token: Handle, event: str, **payload: Any) ->
 def clear_sender_state(tx: Tx[Any], ext: Hashable) -> None:
     """``_clear_sender_state_locked``: pop the watermarks and ``request_payload``."""
     tx.fire(("watermark", ext), "clear")
-    release_state(tx, ext)
+    release_request_state(tx, ext)
 
 
 def by_generation(handle: Handle) -> int:

@@ -62,31 +62,76 @@ generation its failed terminal left behind continues the old key counter
 `MUTANTS` re-introduces bugs vLLM-Omni really had into the real class, for
 the mutation check in ``tests/test_vllm_adapter.py``.
 
-Every private vLLM-Omni name this project touches lives in this module, so a
-new vLLM-Omni version means one file to change. ``vllm_omni`` is imported on
-first use (15-50 s) and the classes are cached for the process.
+Every private vLLM-Omni name this project touches lives in this module and
+the two beside it (`statecore.models.vllm_omni_harness`: the real classes and
+the harness around them; `statecore.models.vllm_omni_mutants`: the bugs
+re-introduced), so a new vLLM-Omni version means those files to change.
+``vllm_omni`` is imported on first use (15-50 s) and the classes are cached
+for the process.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections import deque
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 from statecore.adapter import Adapter, AdapterError, AdapterSpec, Baton
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .chunk_transfer import CHUNK, NAMESPACE, RELEASED_0_30_0, SEGMENT_END, TERMINAL, build
+from .chunk_transfer import build
+from .chunk_transfer_records import (
+    BEGUN,
+    CANCELLED,
+    CHUNK,
+    FINISHING,
+    NAMESPACE,
+    PUTTING,
+    RELEASED_0_30_0,
+    SEGMENT_END,
+    TERMINAL,
+    Shared,
+)
+from .vllm_omni_harness import (
+    BASE_MODULE,
+    CONNECTOR_BASE_MODULE,
+    CTA_MODULE,
+    MIXIN_MODULE,
+    STAGE_ID,
+    RealClasses,
+    describe_payload,
+    make_adapter,
+    real_classes,
+    run_save_task,
+    stop_threads,
+)
+from .vllm_omni_mutants import MUTANTS, Mutant
 
-CTA_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.chunk_transfer_adapter"
-BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
-MIXIN_MODULE = "vllm_omni.core.sched.omni_scheduler_mixin"
-CONNECTOR_BASE_MODULE = "vllm_omni.distributed.omni_connectors.connectors.base"
-STAGE_ID = 0
+__all__ = [
+    "ADAPTERS",
+    "BASE_MODULE",
+    "CONNECTOR_BASE_MODULE",
+    "CTA_MODULE",
+    "KNOWN_0_30_0",
+    "MIXIN_MODULE",
+    "MUTANTS",
+    "STAGE_ID",
+    "SYSTEM",
+    "Mutant",
+    "OmniChunkTransferAdapterBinding",
+    "ProcessorFailure",
+    "RealClasses",
+    "describe_payload",
+    "external_id",
+    "fuzz_system_0_30_0",
+    "internal_id",
+    "make_adapter",
+    "real_classes",
+    "run_save_task",
+    "stop_threads",
+]
+
 
 KNOWN_0_30_0: Mapping[str, str] = {
     "chunk_delivered": (
@@ -138,199 +183,6 @@ def fuzz_system_0_30_0() -> System:
     )
 
 
-# -- the real classes, imported once per process ---------------------------------------
-
-
-@dataclass(frozen=True)
-class RealClasses:
-    """The vLLM-Omni / vLLM classes the binding uses (imported lazily, cached)."""
-
-    adapter: type[Any]  # OmniChunkTransferAdapter (the real class; patch it for mutants)
-    log_failed_chunk_sends: Callable[[Any], None]  # OmniSchedulerMixin._log_failed_chunk_sends
-    harnessed: type[Any]  # its subclass whose create_connector returns our connector
-    connector: type[Any]  # FakeConnector(OmniConnectorBase)
-    payload: type[Any]  # OmniPayloadStruct
-    request: type[Any]  # OmniRequest
-    sampling_params: type[Any]
-    status: Any  # vllm.v1.request.RequestStatus
-
-
-_REAL: RealClasses | None = None
-_REAL_LOCK = threading.Lock()
-
-
-def real_classes(*, quiet: bool = True) -> RealClasses:
-    """Import vLLM-Omni (once per process) and build the harness classes around it.
-
-    `quiet` raises the adapter's loggers to CRITICAL: fuzzing makes it log an
-    error for every failed send, which is expected and slow to format.
-    """
-    global _REAL
-    with _REAL_LOCK:
-        if _REAL is None:
-            _REAL = _import_real()
-        if quiet:  # setLevel clears every logger's cache: only when needed
-            for name in (CTA_MODULE, BASE_MODULE, MIXIN_MODULE):
-                logger = logging.getLogger(name)
-                if logger.level != logging.CRITICAL:
-                    logger.setLevel(logging.CRITICAL)
-    return _REAL
-
-
-def _import_real() -> RealClasses:
-    import importlib
-
-    try:
-        cta = importlib.import_module(CTA_MODULE)
-        connector_base = importlib.import_module(CONNECTOR_BASE_MODULE).OmniConnectorBase
-        sampling_params = importlib.import_module("vllm").SamplingParams
-        request_status = importlib.import_module("vllm.v1.request").RequestStatus
-        payload = importlib.import_module("vllm_omni.data_entry_keys").OmniPayloadStruct
-        omni_request = importlib.import_module("vllm_omni.request").OmniRequest
-        mixin = importlib.import_module(MIXIN_MODULE).OmniSchedulerMixin
-    except ImportError as exc:
-        raise AdapterError(
-            f"the vllm-omni adapter needs vllm-omni 0.30.0 and vllm ({exc}); install them with: "
-            "bash scripts/install-vllm-stack.sh  (or: tox -e vllm)"
-        ) from exc
-    real_adapter = cta.OmniChunkTransferAdapter
-
-    class Harnessed(real_adapter):  # type: ignore[misc, valid-type]
-        """The real adapter; only the connector factory is replaced (CTA:289-313)."""
-
-        @classmethod
-        def create_connector(cls, model_config: Any) -> Any:
-            return model_config.statecore_connector
-
-        def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
-            # The connector may hold the save thread between the send and
-            # _send_single_request's finally (the model's ``finish`` step).
-            after_send = getattr(self.connector, "after_send", None)
-            try:
-                return super()._send_single_request_for_generation(*args, **kwargs)
-            finally:
-                if after_send is not None:
-                    after_send()
-
-    class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
-        """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
-
-        put_called = False  # since the last after_send
-
-        def __init__(self, binding: OmniChunkTransferAdapterBinding) -> None:
-            self.binding = binding
-            self.stage_id = STAGE_ID
-            # (key, internal id, finished, segment finished, empty)
-            self.sent: list[tuple[str, str, bool, bool, bool]] = []
-            self.store: dict[str, Any] = {}
-            self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
-            self.closed = False
-
-        def after_send(self) -> None:
-            """Park between a send that reached ``put`` and its ``finally``."""
-            if self.put_called:
-                self.put_called = False
-                self.binding.baton.park("finish")
-
-        def put(
-            self, from_stage: str, to_stage: str, put_key: str, data: Any
-        ) -> tuple[bool, int, dict[str, Any] | None]:
-            self.put_called = True
-            outcome = self.binding.baton.park("put")
-            if outcome == "raise":
-                raise ConnectionError(f"statecore: connector put of {put_key} raised")
-            if outcome == "false":
-                return False, 0, None
-            entry = (put_key, self.binding.flight_request_id(), *describe_payload(data))
-            self.sent.append(entry)
-            self.unread.append(entry)
-            self.store[put_key] = data
-            return True, 1, None
-
-        def get(
-            self,
-            from_stage: str,
-            to_stage: str,
-            get_key: str,
-            metadata: dict[str, Any] | None = None,
-        ) -> tuple[Any, int] | None:
-            data = self.store.get(get_key)
-            return None if data is None else (data, 1)
-
-        def cleanup(self, request_id: str) -> None:
-            self.store.pop(request_id, None)
-
-        def health(self) -> dict[str, Any]:
-            return {"status": "ok"}
-
-        def close(self) -> None:
-            self.closed = True
-
-    return RealClasses(
-        real_adapter, mixin._log_failed_chunk_sends, Harnessed, FakeConnector, payload,
-        omni_request, sampling_params, request_status,
-    )  # fmt: skip
-
-
-def describe_payload(data: Any) -> tuple[bool, bool, bool]:
-    """(``meta.finished``, ``meta.is_segment_finished``, nothing but meta) of a put payload."""
-    meta = getattr(data, "meta", None)
-    fields = getattr(data, "__struct_fields__", ())
-    empty = all(getattr(data, f) is None for f in fields if f != "meta")
-    return _flag(meta, "finished"), _flag(meta, "is_segment_finished"), empty
-
-
-def _flag(meta: Any, name: str) -> bool:
-    """A boolean meta field, which the sender stores as a one-element tensor."""
-    flag = getattr(meta, name, None)
-    if flag is None:
-        return False
-    if hasattr(flag, "numel"):
-        return flag.numel() == 1 and bool(flag.item())
-    return bool(flag)
-
-
-def make_adapter(connector: Any, *, max_num_seqs: int = 8) -> Any:
-    """A real adapter on `connector`, its background threads stopped and joined."""
-    classes = real_classes()
-    model_config = SimpleNamespace(
-        stage_id=STAGE_ID,
-        async_chunk=True,
-        worker_type="ar",
-        max_model_len=4096,
-        stage_connector_config={"name": "StatecoreFakeConnector", "extra": {"role": "sender"}},
-        custom_process_next_stage_input_func=None,
-        statecore_connector=connector,
-    )
-    vllm_config = SimpleNamespace(
-        model_config=model_config, scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs)
-    )
-    adapter = classes.harnessed(vllm_config)
-    stop_threads(adapter)
-    return adapter
-
-
-def stop_threads(adapter: Any) -> None:
-    """Stop the save and receive loops (BASE:113-138, 52-82) and wait for them."""
-    adapter.stop_event.set()
-    for cond in (adapter._save_cond, adapter._recv_cond):
-        with cond:
-            cond.notify_all()
-    for thread in (adapter.save_thread, adapter.recv_thread):
-        thread.join(timeout=5.0)
-        if thread.is_alive():
-            raise AdapterError(f"vllm-omni: {thread.name} did not stop")
-
-
-def run_save_task(adapter: Any, task: Mapping[str, Any]) -> None:
-    """One iteration of ``save_loop``'s inner loop (BASE:119-132), exactly."""
-    try:
-        adapter._send_single_request(task)
-    except Exception as e:
-        failed = getattr(task.get("request"), "request_id", None)
-        adapter.record_send_failure(failed, f"{type(e).__name__}: {e}")
-
-
 class ProcessorFailure(RuntimeError):
     """What the processor raises when the model chooses ``process(outcome="raise")``."""
 
@@ -352,9 +204,20 @@ def external_id(key: Hashable) -> str:
     return str(key)
 
 
-PARKED_AT = {None: None, "begun": "processor", "putting": "put", "finishing": "finish"}
-KIND_FLAGS = {"chunk": (False, False), "segment_end": (False, True), "terminal": (True, False)}
-CANCELLED_STATES = frozenset({"draining", "retiring"})
+PARKED_AT: Mapping[str | None, str | None] = {
+    None: None,
+    BEGUN: "processor",
+    PUTTING: "put",
+    FINISHING: "finish",
+}
+"""Where the save thread is parked, by the model's `InFlight.phase` (None: idle)."""
+KIND_FLAGS: Mapping[str, tuple[bool, bool]] = {
+    CHUNK: (False, False),
+    SEGMENT_END: (False, True),
+    TERMINAL: (True, False),
+}
+"""(``is_finished``, ``is_segment_finished``) of a task or put, by the model's kind."""
+CANCELLED_STATES = frozenset(CANCELLED)
 TERMINAL_PENDING_STATES = frozenset({"terminal_pending", "draining"})
 
 
@@ -601,7 +464,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
             ("request_payload", states),
         )
 
-    def expect(self, view: StateView) -> Hashable:
+    def expect(self, view: StateView[Shared]) -> Hashable:
         senders = tuple(
             sorted(
                 (
@@ -615,12 +478,12 @@ class OmniChunkTransferAdapterBinding(Adapter):
             )
         )
         queue = tuple(
-            (internal_id(request), token.generation, *KIND_FLAGS[kind])
-            for token, request, kind, _, _ in view.get("queue")
+            (internal_id(task.request), task.sender.generation, *KIND_FLAGS[task.kind])
+            for task in view.g.queue
         )
         unread = tuple(
-            (internal_id(request), *KIND_FLAGS[kind], empty)
-            for request, kind, _, empty, _ in view.get("mailbox")
+            (internal_id(item.request), *KIND_FLAGS[item.kind], item.empty)
+            for item in view.g.mailbox
         )
         watermarks = tuple(
             sorted(
@@ -631,202 +494,20 @@ class OmniChunkTransferAdapterBinding(Adapter):
         )
         states = tuple(
             sorted(
-                (external_id(state.key), ((NAMESPACE, internal_id(request)),))
-                for state, request in view.get("made")
+                (external_id(made.state.key), ((NAMESPACE, internal_id(made.request)),))
+                for made in view.g.made
             )
         )
-        flight = view.get("in_flight")
+        flight = view.g.in_flight
         return (
             ("unread", unread),
-            ("failures", frozenset(internal_id(r) for r in view.get("send_failures"))),
+            ("failures", frozenset(internal_id(r) for r in view.g.send_failures)),
             ("senders", senders),
             ("queue", queue),
-            ("parked", PARKED_AT[None if flight is None else flight[1]]),
+            ("parked", PARKED_AT[None if flight is None else flight.phase]),
             ("watermarks", watermarks),
             ("request_payload", states),
         )
-
-
-# -- mutants: bugs vLLM-Omni really had, re-introduced into the real class ----------------
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """A bug vLLM-Omni had, as replacement attributes for the real adapter class.
-
-    ``mutant.patches(cls)`` returns ``{attribute: replacement}`` built from
-    `cls`'s current attributes; set them (``monkeypatch.setattr``) to run the
-    real adapter with the bug back in.
-    """
-
-    name: str
-    doc: str
-    patches: Callable[[type[Any]], dict[str, Any]]
-
-
-def _pre_6670_cleanup_sender(cls: type[Any]) -> dict[str, Any]:
-    # CTA:977-1012 without the terminal_pending branch (before vllm-omni #6670):
-    # a queued terminal loses its generation and is discarded as stale.
-    def cleanup_sender(self: Any, external_req_id: str) -> None:
-        with self._sender_state_lock:
-            sender_token = self._sender_tokens.get(external_req_id)
-            if sender_token is None:
-                self._clear_sender_state_locked(external_req_id)
-                return
-            sender_token.cancelled = True
-            if sender_token.in_flight:
-                return
-            self._queue_shm_cleanup_locked(external_req_id, sender_token)
-            self._sender_tokens.pop(external_req_id, None)
-            self._clear_sender_state_locked(external_req_id)
-
-    return {"cleanup_sender": cleanup_sender}
-
-
-def _false_put_unrecorded(cls: type[Any]) -> dict[str, Any]:
-    # CTA:883-900 before vllm-omni #4855 (R1.2): a put returning False is only logged.
-    original = cls.record_send_failure
-
-    def record_send_failure(self: Any, request_id: str | None, reason: str) -> None:
-        if reason == "connector.put reported failure":
-            return
-        original(self, request_id, reason)
-
-    return {"record_send_failure": record_send_failure}
-
-
-def _fence_kept_on_raise(cls: type[Any]) -> dict[str, Any]:
-    # CTA:717-722 releases the terminal fence on every exit path; here a raising
-    # put skips it, so the deferred cleanup never runs and the state leaks.
-    send = cls._send_single_request_for_generation
-    release = cls._release_terminal_fence
-    raised = threading.local()
-
-    def _send_single_request_for_generation(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return send(self, *args, **kwargs)
-        except Exception:
-            raised.flag = True
-            raise
-
-    def _release_terminal_fence(self: Any, *args: Any, **kwargs: Any) -> None:
-        if getattr(raised, "flag", False):
-            raised.flag = False
-            return
-        release(self, *args, **kwargs)
-
-    return {
-        "_send_single_request_for_generation": _send_single_request_for_generation,
-        "_release_terminal_fence": _release_terminal_fence,
-    }
-
-
-def _identity_dropped(cls: type[Any]) -> dict[str, Any]:
-    # The fence keyed by external id instead of generation identity (CTA:698-709
-    # compares ``_sender_tokens.get(ext) is sender_token``): a stale queued task
-    # of a retired generation runs as the current generation after the id is reused.
-    send = cls._send_single_request
-
-    def _send_single_request(self: Any, task: dict[str, Any]) -> Any:
-        if "sender_token" in task:
-            current = self._sender_tokens.get(task["request"].external_req_id)
-            if current is not None:
-                task = {**task, "sender_token": current}
-        return send(self, task)
-
-    return {"_send_single_request": _send_single_request}
-
-
-def _cancelled_vetoes_terminal(cls: type[Any]) -> dict[str, Any]:
-    # CTA:751-762 without ``is_terminal or``: the pre-put check lets ``cancelled``
-    # veto the terminal (seed 000 F1's fence), so cleanup while a terminal is
-    # pending loses it.
-    def _sender_generation_is_active(
-        self: Any, external_req_id: str, sender_token: Any, *, is_terminal: bool = False
-    ) -> bool:
-        with self._sender_state_lock:
-            current = self._sender_tokens.get(external_req_id) is sender_token
-            return current and not sender_token.cancelled
-
-    return {"_sender_generation_is_active": _sender_generation_is_active}
-
-
-def _token_watermark_kept(cls: type[Any]) -> dict[str, Any]:
-    # CTA:486 removed: a queued segment end keeps requests_num_chunks_sent at
-    # its confirmed count, so the next segment's saves, whose counts restart
-    # after the rebuilt prompt, are skipped silently as preemption replays.
-    save_async = cls.save_async
-
-    def save_async_keeping_watermark(self: Any, *args: Any, **kwargs: Any) -> Any:
-        request = kwargs.get("request", args[1] if len(args) > 1 else None)
-        queued = len(self._pending_save_reqs)
-        result = save_async(self, *args, **kwargs)
-        boundary = kwargs.get("is_segment_finished", False)
-        if boundary and request is not None and len(self._pending_save_reqs) > queued:
-            confirmed = self._confirmed_num_computed_tokens(request)
-            self.requests_num_chunks_sent[request.external_req_id] = confirmed
-        return result
-
-    return {"save_async": save_async_keeping_watermark}
-
-
-def _segment_end_pops_payload(cls: type[Any]) -> dict[str, Any]:
-    # The segment-end post-processing (CTA:902-909) also pops request_payload:
-    # the producer loses its request-wide state at every segment boundary.
-    send = cls._send_single_request_for_generation
-
-    def _send_single_request_for_generation(
-        self: Any, task: dict[str, Any], *args: Any, **kwargs: Any
-    ) -> Any:
-        result = send(self, task, *args, **kwargs)
-        if task.get("is_segment_finished"):
-            with self._sender_state_lock:
-                self.request_payload.pop(task["request"].external_req_id, None)
-        return result
-
-    return {"_send_single_request_for_generation": _send_single_request_for_generation}
-
-
-MUTANTS: tuple[Mutant, ...] = (
-    Mutant(
-        "cleanup_drops_queued_terminal",
-        "cleanup_sender reclaims a generation whose terminal is still queued (#6670)",
-        _pre_6670_cleanup_sender,
-    ),
-    Mutant(
-        "false_put_unrecorded",
-        "a connector put that returns False is not recorded as a send failure (#4855)",
-        _false_put_unrecorded,
-    ),
-    Mutant(
-        "fence_kept_on_raising_put",
-        "a raising terminal put does not release the fence: deferred cleanup never runs",
-        _fence_kept_on_raise,
-    ),
-    Mutant(
-        "identity_check_dropped",
-        "the fence is keyed by external id: a retired generation's queued task runs after reuse",
-        _identity_dropped,
-    ),
-    Mutant(
-        "cancelled_vetoes_terminal",
-        "cancelled vetoes the terminal before the put (seed 000 F1)",
-        _cancelled_vetoes_terminal,
-    ),
-    Mutant(
-        "token_watermark_kept_at_segment_end",
-        "a segment end keeps requests_num_chunks_sent (CTA:486 removed)",
-        _token_watermark_kept,
-    ),
-    Mutant(
-        "segment_end_pops_request_payload",
-        "segment-end post-processing pops request_payload (seed 000: segment completion "
-        "must keep request-wide state)",
-        _segment_end_pops_payload,
-    ),
-)
-"""Bugs vLLM-Omni had, and regressions of the code that fixed them (the last two need a
-segment boundary); the fuzzer must find each against the patched real code."""
 
 
 ADAPTERS: tuple[AdapterSpec, ...] = (

@@ -30,15 +30,17 @@ retained-state rule with `statecore.spec.request_state`.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from statecore import Event, Machine, State, Transition
 from statecore.properties import Property, always, eventually, monitor, sometimes
-from statecore.models.chunk_transfer_records import FINISHING, Shared
 from statecore.system import Emitted, StateView
 
 from .request_state import STATE_RETAINED
 from .segment import NO_CURRENT_SAVE_DROPPED, SEGMENT_ORDER, segment_stream_monitor
+
+if TYPE_CHECKING:
+    from statecore.models.chunk_transfer_records import Shared
 
 TERMINAL_DELIVERED = "terminal_delivered"
 NOTHING_AFTER_TERMINAL = "nothing_after_terminal"
@@ -53,25 +55,22 @@ REUSE_ISOLATION = "reuse_isolation"
 LIVE_REQUEST = ("running", "parked")
 
 
-View = StateView[Shared]
+def _terminal_delivered(v: StateView[Shared]) -> bool:
+    return bool(v.g.terminals <= v.g.received | v.g.released)
 
 
-def _terminal_delivered(v: View) -> bool:
-    return v.g.terminals <= v.g.received | v.g.released
-
-
-def _saves_sent_once(v: View) -> bool:
+def _saves_sent_once(v: StateView[Shared]) -> bool:
     """No save has two copies in the queue, the save thread (before its put) and the connector."""
     copies = [(task.request, task.kind, task.save) for task in v.g.queue]
     flight = v.g.in_flight
-    if flight is not None and flight.phase != FINISHING:
+    if flight is not None and not flight.put_returned:
         task = flight.task
         copies.append((task.request, task.kind, task.save))
     copies += [(item.request, item.kind, item.save) for item in v.g.mailbox]
     return len(copies) == len(set(copies))
 
 
-def _failed_requests_finished(v: View) -> bool:
+def _failed_requests_finished(v: StateView[Shared]) -> bool:
     """A failed request, while it is still its id's current request, is aborted."""
     for request in v.g.failed | v.g.released:
         slot = v.slot("request", request.key)
@@ -81,55 +80,55 @@ def _failed_requests_finished(v: View) -> bool:
     return True
 
 
-def _chunks_delivered(v: View) -> bool:
+def _chunks_delivered(v: StateView[Shared]) -> bool:
     return not v.g.owed
 
 
-def _error_markers_visible(v: View) -> bool:
+def _error_markers_visible(v: StateView[Shared]) -> bool:
     return not v.g.error_markers
 
 
-def _failures_release(v: View) -> bool:
-    return v.g.failures <= v.g.released
+def _failures_release(v: StateView[Shared]) -> bool:
+    return bool(v.g.failures <= v.g.released)
 
 
-def _nothing_dropped(v: View) -> bool:
+def _nothing_dropped(v: StateView[Shared]) -> bool:
     return not v.g.lost
 
 
-def _no_state_crossed(v: View) -> bool:
+def _no_state_crossed(v: StateView[Shared]) -> bool:
     return not v.g.crossed
 
 
-def _state_made(v: View) -> bool:
+def _state_made(v: StateView[Shared]) -> bool:
     return bool(v.g.made)
 
 
-def _terminal_received(v: View) -> bool:
+def _terminal_received(v: StateView[Shared]) -> bool:
     return bool(v.g.received)
 
 
-def _cleanup_while_terminal_pending(v: View) -> bool:
+def _cleanup_while_terminal_pending(v: StateView[Shared]) -> bool:
     return any(s.state in ("draining", "retiring") for _, s in v.live("sender"))
 
 
-def _external_id_reused(v: View) -> bool:
+def _external_id_reused(v: StateView[Shared]) -> bool:
     return any(slot.generation >= 2 for _, slot in v.instances("request"))
 
 
-def _request_aborted(v: View) -> bool:
+def _request_aborted(v: StateView[Shared]) -> bool:
     return any(s.state == "aborted" and h not in v.g.failures for h, s in v.live("request"))
 
 
-def _next_segment_opened(v: View) -> bool:
+def _next_segment_opened(v: StateView[Shared]) -> bool:
     return any(s.state == "running" and s.ends for _, s in v.live("request"))
 
 
-def _segment_completed_with_state(v: View) -> bool:
-    return v.g.segment_done
+def _segment_completed_with_state(v: StateView[Shared]) -> bool:
+    return bool(v.g.segment_done)
 
 
-def _no_sender_leak(v: View) -> bool:
+def _no_sender_leak(v: StateView[Shared]) -> bool:
     """Sender state (generation, producer state, watermarks) only for a live request."""
     held = {handle.key for kind in ("sender", "state") for handle, _ in v.live(kind)}
     held |= {h.key for h, s in v.live("watermark") if (s.expected, s.sent) != (None, None)}
@@ -140,7 +139,7 @@ def _no_sender_leak(v: View) -> bool:
     return True
 
 
-def _state_retained(v: View) -> bool:
+def _state_retained(v: StateView[Shared]) -> bool:
     """Every producer state a processor made is still there while its generation lives."""
     for made in v.g.made:
         slot = v.slot("state", made.state.key)

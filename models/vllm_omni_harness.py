@@ -1,0 +1,227 @@
+"""The real vLLM-Omni 0.30.0 classes the ``vllm-omni`` adapter drives, and the harness around them.
+
+`real_classes` imports vLLM-Omni once per process (15-50 s) and builds a
+subclass of the real ``OmniChunkTransferAdapter`` whose only change is the
+connector factory, and a fake connector whose ``put`` parks the save thread
+on the binding's `Baton`. `make_adapter` builds one with its background
+threads stopped; `run_save_task` is one iteration of ``save_loop``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+from statecore.adapter import AdapterError, Baton
+
+CTA_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.chunk_transfer_adapter"
+BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
+MIXIN_MODULE = "vllm_omni.core.sched.omni_scheduler_mixin"
+CONNECTOR_BASE_MODULE = "vllm_omni.distributed.omni_connectors.connectors.base"
+STAGE_ID = 0
+
+
+class ConnectorOwner(Protocol):
+    """What the fake connector needs of the binding that drives it."""
+
+    baton: Baton
+
+    def flight_request_id(self) -> str: ...
+
+
+# -- the real classes, imported once per process ---------------------------------------
+
+
+@dataclass(frozen=True)
+class RealClasses:
+    """The vLLM-Omni / vLLM classes the binding uses (imported lazily, cached)."""
+
+    adapter: type[Any]  # OmniChunkTransferAdapter (the real class; patch it for mutants)
+    log_failed_chunk_sends: Callable[[Any], None]  # OmniSchedulerMixin._log_failed_chunk_sends
+    harnessed: type[Any]  # its subclass whose create_connector returns our connector
+    connector: type[Any]  # FakeConnector(OmniConnectorBase)
+    payload: type[Any]  # OmniPayloadStruct
+    request: type[Any]  # OmniRequest
+    sampling_params: type[Any]
+    status: Any  # vllm.v1.request.RequestStatus
+
+
+_REAL: RealClasses | None = None
+_REAL_LOCK = threading.Lock()
+
+
+def real_classes(*, quiet: bool = True) -> RealClasses:
+    """Import vLLM-Omni (once per process) and build the harness classes around it.
+
+    `quiet` raises the adapter's loggers to CRITICAL: fuzzing makes it log an
+    error for every failed send, which is expected and slow to format.
+    """
+    global _REAL
+    with _REAL_LOCK:
+        if _REAL is None:
+            _REAL = _import_real()
+        if quiet:  # setLevel clears every logger's cache: only when needed
+            for name in (CTA_MODULE, BASE_MODULE, MIXIN_MODULE):
+                logger = logging.getLogger(name)
+                if logger.level != logging.CRITICAL:
+                    logger.setLevel(logging.CRITICAL)
+    return _REAL
+
+
+def _import_real() -> RealClasses:
+    import importlib
+
+    try:
+        cta = importlib.import_module(CTA_MODULE)
+        connector_base = importlib.import_module(CONNECTOR_BASE_MODULE).OmniConnectorBase
+        sampling_params = importlib.import_module("vllm").SamplingParams
+        request_status = importlib.import_module("vllm.v1.request").RequestStatus
+        payload = importlib.import_module("vllm_omni.data_entry_keys").OmniPayloadStruct
+        omni_request = importlib.import_module("vllm_omni.request").OmniRequest
+        mixin = importlib.import_module(MIXIN_MODULE).OmniSchedulerMixin
+    except ImportError as exc:
+        raise AdapterError(
+            f"the vllm-omni adapter needs vllm-omni 0.30.0 and vllm ({exc}); install them with: "
+            "bash scripts/install-vllm-stack.sh  (or: tox -e vllm)"
+        ) from exc
+    real_adapter = cta.OmniChunkTransferAdapter
+
+    class Harnessed(real_adapter):  # type: ignore[misc, valid-type]
+        """The real adapter; only the connector factory is replaced (CTA:289-313)."""
+
+        @classmethod
+        def create_connector(cls, model_config: Any) -> Any:
+            return model_config.statecore_connector
+
+        def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
+            # The connector may hold the save thread between the send and
+            # _send_single_request's finally (the model's ``finish`` step).
+            after_send = getattr(self.connector, "after_send", None)
+            try:
+                return super()._send_single_request_for_generation(*args, **kwargs)
+            finally:
+                if after_send is not None:
+                    after_send()
+
+    class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
+        """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
+
+        put_called = False  # since the last after_send
+
+        def __init__(self, binding: ConnectorOwner) -> None:
+            self.binding = binding
+            self.stage_id = STAGE_ID
+            # (key, internal id, finished, segment finished, empty)
+            self.sent: list[tuple[str, str, bool, bool, bool]] = []
+            self.store: dict[str, Any] = {}
+            self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
+            self.closed = False
+
+        def after_send(self) -> None:
+            """Park between a send that reached ``put`` and its ``finally``."""
+            if self.put_called:
+                self.put_called = False
+                self.binding.baton.park("finish")
+
+        def put(
+            self, from_stage: str, to_stage: str, put_key: str, data: Any
+        ) -> tuple[bool, int, dict[str, Any] | None]:
+            self.put_called = True
+            outcome = self.binding.baton.park("put")
+            if outcome == "raise":
+                raise ConnectionError(f"statecore: connector put of {put_key} raised")
+            if outcome == "false":
+                return False, 0, None
+            entry = (put_key, self.binding.flight_request_id(), *describe_payload(data))
+            self.sent.append(entry)
+            self.unread.append(entry)
+            self.store[put_key] = data
+            return True, 1, None
+
+        def get(
+            self,
+            from_stage: str,
+            to_stage: str,
+            get_key: str,
+            metadata: dict[str, Any] | None = None,
+        ) -> tuple[Any, int] | None:
+            data = self.store.get(get_key)
+            return None if data is None else (data, 1)
+
+        def cleanup(self, request_id: str) -> None:
+            self.store.pop(request_id, None)
+
+        def health(self) -> dict[str, Any]:
+            return {"status": "ok"}
+
+        def close(self) -> None:
+            self.closed = True
+
+    return RealClasses(
+        real_adapter, mixin._log_failed_chunk_sends, Harnessed, FakeConnector, payload,
+        omni_request, sampling_params, request_status,
+    )  # fmt: skip
+
+
+def describe_payload(data: Any) -> tuple[bool, bool, bool]:
+    """(``meta.finished``, ``meta.is_segment_finished``, nothing but meta) of a put payload."""
+    meta = getattr(data, "meta", None)
+    fields = getattr(data, "__struct_fields__", ())
+    empty = all(getattr(data, f) is None for f in fields if f != "meta")
+    return _flag(meta, "finished"), _flag(meta, "is_segment_finished"), empty
+
+
+def _flag(meta: Any, name: str) -> bool:
+    """A boolean meta field, which the sender stores as a one-element tensor."""
+    flag = getattr(meta, name, None)
+    if flag is None:
+        return False
+    if hasattr(flag, "numel"):
+        return flag.numel() == 1 and bool(flag.item())
+    return bool(flag)
+
+
+def make_adapter(connector: Any, *, max_num_seqs: int = 8) -> Any:
+    """A real adapter on `connector`, its background threads stopped and joined."""
+    classes = real_classes()
+    model_config = SimpleNamespace(
+        stage_id=STAGE_ID,
+        async_chunk=True,
+        worker_type="ar",
+        max_model_len=4096,
+        stage_connector_config={"name": "StatecoreFakeConnector", "extra": {"role": "sender"}},
+        custom_process_next_stage_input_func=None,
+        statecore_connector=connector,
+    )
+    vllm_config = SimpleNamespace(
+        model_config=model_config, scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs)
+    )
+    adapter = classes.harnessed(vllm_config)
+    stop_threads(adapter)
+    return adapter
+
+
+def stop_threads(adapter: Any) -> None:
+    """Stop the save and receive loops (BASE:113-138, 52-82) and wait for them."""
+    adapter.stop_event.set()
+    for cond in (adapter._save_cond, adapter._recv_cond):
+        with cond:
+            cond.notify_all()
+    for thread in (adapter.save_thread, adapter.recv_thread):
+        thread.join(timeout=5.0)
+        if thread.is_alive():
+            raise AdapterError(f"vllm-omni: {thread.name} did not stop")
+
+
+def run_save_task(adapter: Any, task: Mapping[str, Any]) -> None:
+    """One iteration of ``save_loop``'s inner loop (BASE:119-132), exactly."""
+    try:
+        adapter._send_single_request(task)
+    except Exception as e:
+        failed = getattr(task.get("request"), "request_id", None)
+        adapter.record_send_failure(failed, f"{type(e).__name__}: {e}")
