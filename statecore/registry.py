@@ -2,8 +2,13 @@
 
 A target is a `System` (or a `Machine`, checked as a one-instance system)
 found by name, or by ``package.module:object`` for a user's own model. Each
-bundled target declares what checking it must find: ``holds``, or
-``violates:PROPERTY_ID`` for a variant that reproduces a known bug.
+bundled target declares what checking it must find: nothing for a model
+(it must hold), or ``violates=(PROPERTY_ID, ...)`` for a variant that
+reproduces a known bug; the ids are checked against the system's properties.
+
+An adapter is named on the command line as text (``vllm-omni``,
+``model:VARIANT``, ``package.module:object``); `AdapterRef.parse` reads that
+text once into a kind (`AdapterKind`) and what it points at.
 
 Only the user imports code by naming it: a name read from a trace file is
 looked up among the bundled targets and adapters and nowhere else
@@ -13,10 +18,12 @@ looked up among the bundled targets and adapters and nowhere else
 from __future__ import annotations
 
 import difflib
+import enum
 import importlib
 import inspect
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +31,7 @@ from .adapter import Adapter, AdapterSpec, SystemAdapter
 from .definition import Machine
 from .errors import StatecoreError
 from .itf import read_header
+from .properties import Property
 from .system import Action, Component, System
 
 
@@ -33,33 +41,110 @@ class TargetError(StatecoreError):
 
 @dataclass(frozen=True)
 class Target:
-    """A bundled target: a name, where it lives, and what checking it must find."""
+    """A bundled target: a name, where it lives, and what checking it must find.
+
+    A model must hold; a variant reproduces a known bug and names the
+    properties it must violate, as ids or as the property objects themselves:
+    ``Target(name, path, violates=("terminal_delivered",))``. Each id is checked
+    against the target's system when it is loaded (`load`): one the system has
+    no property for raises `TargetError`.
+
+    ``expected="violates:a,b"`` is the older string form of ``violates=("a",
+    "b")``, still read (with a `DeprecationWarning`). Whichever form was
+    given, `expected` reads ``holds`` or ``violates:a,b`` and `violates` the
+    ids, in the order given.
+    """
 
     name: str
     path: str  # "package.module:object"
-    expected: str = "holds"  # or "violates:PROPERTY_ID[,PROPERTY_ID...]"
+    expected: str = "holds"  # deprecated as an argument: give `violates`
     doc: str = ""
     family: str = ""  # for a variant: the model it is a variant of
     # For a variant checked at other bounds than its family's model: the
     # reference at those bounds ("package.module:object"), which it is fuzzed
     # against when it runs as an implementation.
     reference: str = ""
+    violates: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        expected: str = "holds",
+        doc: str = "",
+        family: str = "",
+        reference: str = "",
+        violates: Iterable[str | Property] = (),
+    ) -> None:
+        ids = tuple(p.id if isinstance(p, Property) else p for p in violates)
+        for pid in ids:
+            if not isinstance(pid, str) or not pid:
+                raise TargetError(
+                    f"target {name!r}: violates= takes property ids or Property objects, "
+                    f"not {pid!r}"
+                )
+        if expected != "holds":
+            stated = _parse_expected(name, expected)
+            warnings.warn(
+                f"target {name!r}: expected={expected!r} is deprecated; write violates={stated!r}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if ids and ids != stated:
+                raise TargetError(
+                    f"target {name!r}: expected={expected!r} and violates={ids!r} disagree; "
+                    "give violates= only"
+                )
+            ids = stated
+        if len(set(ids)) != len(ids):
+            raise TargetError(f"target {name!r}: violates= names a property twice: {ids!r}")
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "path", path)
+        setattr_(self, "expected", f"violates:{','.join(ids)}" if ids else "holds")
+        setattr_(self, "doc", doc)
+        setattr_(self, "family", family)
+        setattr_(self, "reference", reference)
+        setattr_(self, "violates", ids)
 
     @property
     def kind(self) -> str:
         """``model`` for a target that must hold, ``variant`` for a known bug."""
-        return "model" if self.expected == "holds" else "variant"
+        return "variant" if self.violates else "model"
 
     @property
     def expected_violations(self) -> frozenset[str]:
         """The properties a variant must violate (empty for a model)."""
-        if self.expected == "holds":
-            return frozenset()
-        return frozenset(self.expected.split(":", 1)[1].split(","))
+        return frozenset(self.violates)
 
     def load(self) -> System:
-        """Import and return the target's system."""
-        return load_path(self.path)
+        """Import and return the target's system, with `violates` checked against its properties."""
+        system = load_path(self.path)
+        self.check_properties(system)
+        return system
+
+    def check_properties(self, system: System) -> None:
+        """Raise `TargetError` if `violates` names an id `system` has no property for."""
+        known = [p.id for p in system.properties]
+        for pid in self.violates:
+            if pid not in known:
+                raise TargetError(
+                    f"target {self.name!r} expects property {pid!r} to be violated, but system "
+                    f"{system.name!r} has no property {pid!r}; its properties are "
+                    f"{', '.join(known) or 'none'}"
+                )
+
+
+def _parse_expected(name: str, expected: str) -> tuple[str, ...]:
+    """The ids of the string form ``violates:a,b``; anything else is refused."""
+    kind, _, ids = expected.partition(":")
+    parsed = tuple(i.strip() for i in ids.split(",")) if ids else ()
+    if kind != "violates" or not parsed or not all(parsed):
+        raise TargetError(
+            f"target {name!r}: expected={expected!r} must be 'holds' or "
+            "'violates:PROPERTY_ID[,PROPERTY_ID...]'; give violates=(PROPERTY_ID, ...) instead"
+        )
+    return parsed
 
 
 def bundled() -> tuple[Target, ...]:
@@ -73,7 +158,7 @@ def bundled_adapters() -> tuple[AdapterSpec, ...]:
     declared: tuple[AdapterSpec, ...] = importlib.import_module("statecore.models").ADAPTERS
     variants = tuple(
         AdapterSpec(
-            name=f"model:{t.name}",
+            name=AdapterRef(AdapterKind.VARIANT, t.name).name,
             target=t.family,
             factory="",
             system=t.reference,
@@ -90,10 +175,58 @@ MODEL_PREFIX = "model:"
 implementation, through `SystemAdapter`."""
 
 
+class AdapterKind(enum.Enum):
+    """What an adapter name on the command line stands for."""
+
+    BUNDLED = "bundled"
+    """A bundled adapter of a real or reference implementation (``statecore list``)."""
+    VARIANT = "variant"
+    """``model:VARIANT``: a bundled variant run as the implementation."""
+    USER = "user"
+    """``package.module:object``: the user's `Adapter` subclass or factory."""
+    USER_MODEL = "user-model"
+    """``model:package.module:object``: the user's System run as the implementation."""
+
+
+@dataclass(frozen=True)
+class AdapterRef:
+    """An adapter name, read once into its kind and what it points at.
+
+    `name` is the text as written (and as trace headers and reports show it);
+    `ref` is what the kind points at: the bundled adapter's name, the
+    variant's name, or the ``package.module:object`` path.
+    """
+
+    kind: AdapterKind
+    ref: str
+
+    @classmethod
+    def parse(cls, name: str) -> AdapterRef:
+        """Read the command line's syntax: ``NAME``, ``model:NAME`` or a ``:``-path."""
+        if name.startswith(MODEL_PREFIX):
+            ref = name.removeprefix(MODEL_PREFIX)
+            return cls(AdapterKind.USER_MODEL if ":" in ref else AdapterKind.VARIANT, ref)
+        return cls(AdapterKind.USER if ":" in name else AdapterKind.BUNDLED, name)
+
+    @property
+    def name(self) -> str:
+        """The name in the command line's syntax, as `parse` reads it."""
+        runs_a_model = self.kind in (AdapterKind.VARIANT, AdapterKind.USER_MODEL)
+        return f"{MODEL_PREFIX}{self.ref}" if runs_a_model else self.ref
+
+    @property
+    def is_user_code(self) -> bool:
+        """Whether it names the user's own code rather than something bundled."""
+        return self.kind in (AdapterKind.USER, AdapterKind.USER_MODEL)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 def is_user_adapter(name: str) -> bool:
     """Whether `name` names the user's own code (``package.module:object``, or
     ``model:package.module:object``) rather than a bundled adapter."""
-    return ":" in name.removeprefix(MODEL_PREFIX)
+    return AdapterRef.parse(name).is_user_code
 
 
 def resolve_adapter(
@@ -109,11 +242,12 @@ def resolve_adapter(
     implementation. The user's adapters fit any target; the model fuzzed is
     `target_name`'s.
     """
-    if is_user_adapter(adapter_name):
-        return _user_adapter(target_name, adapter_name)
+    ref = AdapterRef.parse(adapter_name)
+    if ref.is_user_code:
+        return _user_adapter(target_name, ref)
     spec = _adapter_spec(target_name, adapter_name)
-    if spec.name.startswith("model:"):
-        implementation = resolve(spec.name.removeprefix("model:"))[1]
+    if ref.kind is AdapterKind.VARIANT:
+        implementation = resolve(ref.ref)[1]
         return _adapter_model(spec, target_name), lambda: SystemAdapter(implementation), spec
     factory = spec.load()
     return _adapter_model(spec, target_name), factory, spec
@@ -127,15 +261,15 @@ def adapter_system(target_name: str, adapter_name: str) -> System:
 
 
 def _user_adapter(
-    target_name: str, adapter_name: str
+    target_name: str, ref: AdapterRef
 ) -> tuple[System, Callable[[], Adapter], AdapterSpec]:
     """A ``package.module:object`` adapter (or ``model:package.module:object``) of the user's."""
     system = resolve(target_name)[1]
-    spec = AdapterSpec(name=adapter_name, target=target_name, factory=adapter_name)
-    if adapter_name.startswith(MODEL_PREFIX):
-        implementation = load_path(adapter_name.removeprefix(MODEL_PREFIX))
-        return system, lambda: SystemAdapter(implementation, name=adapter_name), spec
-    return system, load_adapter(adapter_name), spec
+    spec = AdapterSpec(name=ref.name, target=target_name, factory=ref.name)
+    if ref.kind is AdapterKind.USER_MODEL:
+        implementation = load_path(ref.ref)
+        return system, lambda: SystemAdapter(implementation, name=ref.name), spec
+    return system, load_adapter(ref.ref), spec
 
 
 def load_adapter(path: str) -> Callable[[], Adapter]:

@@ -12,8 +12,8 @@ Whether a missing transition raises is the event's policy: ``reject`` and
 ``error`` raises `TransitionError`. A payload value outside its field's
 domain never takes a transition (see `statecore.semantics`).
 
-The memo. Because `step` is pure and a finite machine has finitely many
-snapshots, the runtime remembers what it computed: each snapshot seen becomes
+The memo (`statecore.memo`). Because `step` is pure and a finite machine has
+finitely many snapshots, the runtime remembers what it computed: each snapshot seen becomes
 a node whose edges map an event (and its payload, with the values' types, so
 1 and True differ) to the outcome and the next node. A lifecycle's steps are
 computed once per process and then looked up, which makes `fire` cheap enough
@@ -46,176 +46,48 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import memo as _memo
 from .definition import Machine, Snapshot
 from .errors import ImpureCallbackError, ListenerError, ReentrantFireError, StatecoreError
-from .semantics import ACCEPTED, Outcome, check_fire, enabled, payload_fault, step
+from .memo import (
+    Memo,
+    Node,
+    clear_memo,
+    compute_edge,
+    given_node,
+    initial_node,
+    memo_of,
+    memo_size,
+    remembered_step,
+    same_types,
+)
+from .module_settings import forward_settings
+from .semantics import ACCEPTED, Outcome, check_fire, enabled, step
+
+__all__ = [
+    "CACHE_LIMIT",
+    "Instance",
+    "Listener",
+    "Memo",
+    "clear_memo",
+    "impurity",
+    "memo_size",
+    "remembered_step",
+    "verify_memo",
+]
 
 Listener = Callable[["Instance", Outcome], None]
 
-CACHE_LIMIT = 65_536  # memo entries per machine: snapshots and remembered steps together
+CACHE_LIMIT = _memo.CACHE_LIMIT  # the memo's bound; setting it here sets `statecore.memo`'s
+
+# The memo's helpers under the names they had when the memo lived here.
+_Node = Node
+_node = _memo.node_of
+_key = _memo.edge_key
+_edge = compute_edge  # `Instance._step` calls it through this name
 
 _get_ident = threading.get_ident
-_STORE = threading.Lock()  # guards memo insertions (rare: at most CACHE_LIMIT per machine)
 _LISTENERS = threading.Lock()  # guards listener registration, never held while a step runs
-
-
-class _Node:
-    """A snapshot in the machine's lazily built graph of computed steps.
-
-    A shared node is in the machine's memo and collects edges; a private one
-    (the memo is full, or the snapshot is unhashable) never does.
-    """
-
-    __slots__ = ("edges", "shared", "snapshot")
-
-    def __init__(self, snapshot: Snapshot, shared: bool) -> None:
-        self.snapshot = snapshot
-        self.shared = shared
-        self.edges: dict[object, tuple[Outcome, _Node]] = {}
-
-
-class Memo(dict[Snapshot, _Node]):
-    """A machine's memo: snapshot -> node, with the count of entries (nodes and edges)."""
-
-    __slots__ = ("entries", "initial")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entries = 0
-        self.initial: _Node | None = None
-
-
-def memo_size(machine: Machine) -> int:
-    """How many entries (snapshots and remembered steps) `machine`'s memo holds."""
-    memo = machine.outcome_cache
-    return memo.entries
-
-
-def clear_memo(machine: Machine) -> None:
-    """Forget every remembered step of `machine`; instances keep their snapshots."""
-    memo = machine.outcome_cache
-    with _STORE:
-        for node in memo.values():
-            node.shared = False
-            node.edges = {}
-        memo.clear()
-        memo.entries = 0
-        memo.initial = None
-
-
-def _same_types(a: Snapshot, b: Snapshot) -> bool:
-    """Whether two equal snapshots hold values of the same types (1 and True do not)."""
-    return a is b or tuple(map(type, a)) == tuple(map(type, b))
-
-
-def _node(machine: Machine, snapshot: Snapshot) -> _Node:
-    """The shared node for `snapshot`, or a private one where none can be shared.
-
-    Snapshots that `step` builds hold their variables' domain values (never 1
-    for True), so an equal snapshot is the same snapshot.
-    """
-    memo = machine.outcome_cache
-    try:
-        node = memo.get(snapshot)
-    except TypeError:  # an unhashable value in a variable
-        return _Node(snapshot, False)
-    if node is None:
-        if memo.entries >= CACHE_LIMIT:
-            return _Node(snapshot, False)
-        fresh = _Node(snapshot, True)
-        with _STORE:
-            node = memo.setdefault(snapshot, fresh)
-            if node is fresh:
-                memo.entries += 1
-    return node
-
-
-def _given_node(machine: Machine, snapshot: Snapshot) -> _Node:
-    """The node for a snapshot built by hand, which may hold True where the memo holds 1."""
-    node = _node(machine, snapshot)
-    return node if _same_types(node.snapshot, snapshot) else _Node(snapshot, False)
-
-
-def _initial(machine: Machine) -> _Node:
-    """The node of the initial snapshot, looked up once per memo."""
-    memo = machine.outcome_cache
-    node = _node(machine, machine.initial_snap)
-    if node.shared:
-        memo.initial = node
-    return node
-
-
-def _edge(
-    machine: Machine, node: _Node, event: str, payload: dict[str, Any]
-) -> tuple[Outcome, _Node]:
-    """Compute the step from `node` with `step`; remember it where that is sound."""
-    outcome = step(machine, node.snapshot, event, payload)
-    target = node if outcome[1] is node.snapshot else _node(machine, outcome[1])
-    entry = (outcome, target)
-    if node.shared and event in machine.cacheable_events:
-        _remember(machine, node, event, payload, entry)
-    return entry
-
-
-def _remember(
-    machine: Machine,
-    node: _Node,
-    event: str,
-    payload: dict[str, Any],
-    entry: tuple[Outcome, _Node],
-) -> None:
-    """Keep `entry` as an edge of `node` if the payload is declared and the memo has room.
-
-    Out-of-domain values are never kept: there are infinitely many of them.
-    """
-    memo = machine.outcome_cache
-    if memo.entries >= CACHE_LIMIT or (payload and payload_fault(machine, event, payload)):
-        return
-    key = _key(event, payload)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable payload value
-        return
-    with _STORE:
-        if memo.entries < CACHE_LIMIT and node.shared and key not in node.edges:
-            node.edges[key] = entry
-            memo.entries += 1
-
-
-def _key(event: str, payload: dict[str, Any]) -> object:
-    """The edge key of a fire: payload values with their types (so 1 and True differ).
-
-    No payload: the event name. One or two fields, the common cases: a flat
-    4- or 7-tuple, cheaper to build than the general form, whose second item
-    is a (name, value) pair rather than a name, so the forms never meet.
-    `Instance.fire` builds these keys inline.
-    """
-    if not payload:
-        return event
-    size = len(payload)
-    if size == 1:
-        [name] = payload
-        value = payload[name]
-        return (event, name, value, type(value))
-    if size == 2:
-        [name, other] = payload
-        value, second = payload[name], payload[other]
-        return (event, name, value, type(value), other, second, type(second))
-    return (event, *payload.items(), *map(type, payload.values()))
-
-
-def remembered_step(
-    machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]
-) -> Outcome:
-    """`step`, served from the machine's graph of computed steps where it can be."""
-    node = _node(machine, snapshot)
-    try:
-        entry = node.edges.get(_key(event, payload))
-    except TypeError:  # an unhashable payload value
-        entry = None
-    if entry is None:
-        entry = _edge(machine, node, event, payload)
-    return entry[0]
 
 
 class _Stepping(tuple[Any, ...]):
@@ -265,9 +137,9 @@ class Instance:
     ) -> None:
         self.machine = machine
         if snapshot is None:
-            self._node = machine.outcome_cache.initial or _initial(machine)
+            self._node = memo_of(machine).initial or initial_node(machine)
         else:
-            self._node = _given_node(machine, snapshot)
+            self._node = given_node(machine, snapshot)
         self._lock = threading.Lock()
         self._listeners = tuple(listeners)
 
@@ -292,7 +164,7 @@ class Instance:
         Listeners are called with ``(instance, outcome)`` after an accepted
         transition has been committed; see `ListenerError` for when they raise.
         """
-        # `_key`, inlined: this is the hot path.
+        # `edge_key` of `statecore.memo`, inlined: this is the hot path.
         if not payload:
             key: object = event
         elif len(payload) == 1:
@@ -324,7 +196,7 @@ class Instance:
 
     def _fire_verified(self, event: str, /, **payload: Any) -> Outcome:
         """`fire`, re-running `step` on sampled memo hits (`verify_memo`)."""
-        key = _key(event, payload)
+        key = _memo.edge_key(event, payload)
         lock = self._lock
         lock.acquire()
         try:
@@ -433,7 +305,7 @@ def impurity(
         and fresh.status == memo.status
         and fresh.transition is memo.transition
         and fresh.snapshot == memo.snapshot
-        and _same_types(fresh.snapshot, memo.snapshot)
+        and same_types(fresh.snapshot, memo.snapshot)
         and fresh.outputs == memo.outputs
     ):
         return ""
@@ -458,7 +330,7 @@ def _culprit(memo: Outcome, fresh: Outcome | StatecoreError) -> str:
         ]
         return " or ".join(guards) or "a guard"
     assert isinstance(fresh, Outcome)
-    if fresh.snapshot != memo.snapshot or not _same_types(fresh.snapshot, memo.snapshot):
+    if fresh.snapshot != memo.snapshot or not same_types(fresh.snapshot, memo.snapshot):
         return f"effect {taken.effect_label or 'effect'!r} of transition {taken.name!r}"
     return f"the emitter of transition {taken.name!r}"
 
@@ -519,3 +391,7 @@ def _every_from_environment() -> int:
 
 _fast_fire = Instance.fire
 verify_memo(_every_from_environment())
+
+
+# ``runtime.CACHE_LIMIT = n`` also sets the bound `statecore.memo` reads.
+forward_settings(__name__, {"CACHE_LIMIT": _memo})

@@ -28,17 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
-from .system import (
-    ActionLabel,
-    Emitted,
-    Slot,
-    System,
-    SystemState,
-    SystemStep,
-    TakenTransition,
-    Tx,
-    _Disabled,
-)
+from .system import System
+from .system_parts import ActionLabel, Emitted, Slot, SystemState, SystemStep, TakenTransition
+from .transaction import Disabled, Tx
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
@@ -82,19 +74,24 @@ class ActionFault(Exception):
 
 
 def run_attempt(system: System, index: int, state: SystemState) -> Run:
-    """Run attempt `index` of `system` once on `state`; raise `ActionFault` if it raises."""
-    action, args, kwargs = system._attempts[index]
+    """Run attempt `index` of `system` once on `state`; raise `ActionFault` if it raises.
+
+    What the run did is read from the transaction's `Tx.record` (a
+    `statecore.transaction.TxRecord`), its one interface for this.
+    """
+    action, args, kwargs = system.attempts[index]
     tx: Tx[Any] = Tx(system, state)
     try:
         action.run(tx, **kwargs)
-    except _Disabled:
-        return Run(tuple(tx._reads()), None, tx._whole)
+    except Disabled:
+        record = tx.record()
+        return Run(record.reads, None, record.whole)
     except Exception as exc:
         label = ActionLabel(action.name, args)
         raise ActionFault(label, state, f"raised {exc!r}", exc) from exc
-    slot_writes, value_writes = tx._writes()
-    outcome = (slot_writes, value_writes, tuple(tx._outputs), tuple(tx._taken))
-    return Run(tuple(tx._reads()), outcome, tx._whole)
+    record = tx.record()
+    outcome = (record.slot_writes, record.value_writes, record.outputs, record.taken)
+    return Run(record.reads, outcome, record.whole)
 
 
 # Called with (attempt index, state, run) after every real run of an attempt.
@@ -184,7 +181,7 @@ class SuccessorCache:
         self, system: System, max_nodes: int = 1 << 21, verify: Verify | None = None
     ) -> None:
         self.system = system
-        self._attempts = system._attempts
+        self._attempts = system.attempts
         self._labels = system.labels()
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
         self._room = max_nodes

@@ -16,10 +16,10 @@ none. Re-using a key with `Tx.spawn` starts a *new generation*; a `Handle`
 names one generation, so an old handle can never reach its successor -
 firing through it is rejected as stale. Shared variables (a FIFO queue, say)
 are `Global` values. Everything is an immutable tuple, hashable, so states
-can be deduplicated.
+can be deduplicated (the value types are in `statecore.system_parts`).
 
 Behaviour lives in `Action` functions that run a `Tx` (a transaction over one
-state). An action belongs to an actor (scheduler thread, save thread,
+state; see `statecore.transaction`). An action belongs to an actor (scheduler thread, save thread,
 consumer); the explorer interleaves every actor's enabled actions. Internal
 actions (those the system takes by itself, like the save thread draining its
 queue) decide quiescence: a state with no enabled internal action is
@@ -28,390 +28,51 @@ quiescent, and that is where "eventually" properties are judged.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic
 
-from .definition import Machine, Output, Snapshot, check_identifier
-from .errors import ActionError, StatecoreError, SystemDefinitionError
+from .definition import Snapshot, check_identifier
+from .errors import ActionError, SystemDefinitionError
 from .records import Global, make_record, reader, record_globals
-from .runtime import remembered_step
-from .semantics import ACCEPTED, REJECTED, Outcome
-
-
-class ModelValue(NamedTuple):
-    """An opaque id of a bounded model (TLA+'s model values), e.g. ``ext0``.
-
-    Ids of one `Keys` set are interchangeable when the set is symmetric: the
-    explorer may then rename them to a canonical order.
-    """
-
-    group: str
-    number: int
-
-    def __repr__(self) -> str:
-        return f"{self.group}{self.number}"
-
-    def __str__(self) -> str:
-        return f"{self.group}{self.number}"
-
-
-@dataclass(frozen=True)
-class Keys:
-    """A bounded set of ids, e.g. ``Keys("ext", 2)`` gives ``ext0, ext1``."""
-
-    name: str
-    size: int
-    symmetric: bool = True
-
-    @property
-    def values(self) -> tuple[ModelValue, ...]:
-        """The ids of the set, in order."""
-        return tuple(ModelValue(self.name, i) for i in range(self.size))
-
-
-class Handle(NamedTuple):
-    """One generation of one component's key: what a retained reference holds."""
-
-    component: str
-    key: Hashable
-    generation: int
-
-    def __repr__(self) -> str:
-        return f"{self.component}[{self.key}]#{self.generation}"
-
-
-@dataclass(frozen=True)
-class Component:
-    """A machine instantiated once per key, with at most `max_generations` per key.
-
-    `untaken` names transitions of `machine` this system is not meant to take,
-    each with the reason (a reused machine whose other users take them, say).
-    Coverage reports list them as explained rather than as dead model code.
-    """
-
-    name: str
-    machine: Machine
-    keys: Keys | Sequence[Hashable]
-    max_generations: int = 1
-    untaken: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def key_values(self) -> tuple[Hashable, ...]:
-        """The concrete keys of this component."""
-        return self.keys.values if isinstance(self.keys, Keys) else tuple(self.keys)
-
-
-class Slot(NamedTuple):
-    """The generation counter and current snapshot (or None) of one key."""
-
-    generation: int
-    snapshot: Snapshot | None
-
-
-class SystemState(NamedTuple):
-    """An immutable, hashable system state: slots in declaration order, then globals."""
-
-    slots: tuple[Slot, ...]
-    values: tuple[Hashable, ...]
-
-
-class ActionLabel(NamedTuple):
-    """An action with its arguments: what a trace step records."""
-
-    name: str
-    args: tuple[tuple[str, Hashable], ...] = ()
-
-    def arg(self, name: str) -> Any:
-        """The value of argument `name`."""
-        return dict(self.args)[name]
-
-    def __str__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
-        return f"{self.name}({inner})"
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-class Emitted(NamedTuple):
-    """An output and who emitted it (a handle, or None for the action itself)."""
-
-    source: Handle | None
-    output: Output
-
-
-class TakenTransition(NamedTuple):
-    """A machine transition taken during a system step (for coverage)."""
-
-    component: str
-    machine: str
-    transition: str
-
-
-class SystemStep(NamedTuple):
-    """One enabled action and its effect."""
-
-    action: ActionLabel
-    actor: str
-    internal: bool
-    state: SystemState
-    outputs: tuple[Emitted, ...]
-    taken: tuple[TakenTransition, ...]
-
-
-RunFn = Callable[..., None]
-
-
-@dataclass(frozen=True)
-class Action:
-    """A kind of step an actor can take.
-
-    `run(tx, **args)` is called with a `Tx` and one value for each parameter,
-    drawn from `params` (a `Keys` set or any finite iterable). It changes the
-    state through the transaction, or calls ``tx.require(False)`` to say the
-    action is not enabled with these arguments. It must be deterministic.
-    """
-
-    name: str
-    actor: str
-    run: RunFn
-    params: Mapping[str, Keys | Sequence[Hashable]] = field(default_factory=dict)
-    internal: bool = False
-    doc: str = ""
-
-    def arguments(self) -> Iterator[tuple[tuple[str, Hashable], ...]]:
-        """Every combination of argument values, as ``((name, value), ...)``."""
-        names = list(self.params)
-        domains = [d.values if isinstance(d, Keys) else tuple(d) for d in self.params.values()]
-        for combo in itertools.product(*domains):
-            yield tuple(zip(names, combo))
-
-
-class _Disabled(Exception):
-    """Raised inside a transaction to say the action is not enabled."""
-
-
-_DISABLED = _Disabled()  # raised as is on the hot path: no object to build
-_new = tuple.__new__  # builds a named tuple without its Python-level __new__
-
-
-_WROTE = object()  # in a Tx log: the location was written
-
-
-G = TypeVar("G")
-"""The system's globals record type (see `statecore.records`)."""
-
-
-class Tx(Generic[G]):
-    """A transaction: reads one `SystemState` and builds the next.
-
-    Every write goes to a private copy; nothing is shared with the state the
-    transaction started from, so actions stay pure from the outside.
-
-    The transaction logs what it reads and writes (slot i as location i,
-    global j as location ~j): an action is a function of what it read, which
-    lets the explorer memoise it (see `statecore.stepcache`).
-    """
-
-    __slots__ = (
-        "_before",
-        "_g",
-        "_log",
-        "_outputs",
-        "_slots",
-        "_taken",
-        "_values",
-        "_whole",
-        "system",
-    )
-
-    def __init__(self, system: System, state: SystemState) -> None:
-        self.system = system
-        self._before = state
-        # Copied on first write: most attempted actions are disabled before writing.
-        self._slots: tuple[Slot, ...] | list[Slot] = state.slots
-        self._values: tuple[Hashable, ...] | list[Hashable] = state.values
-        self._outputs: list[Emitted] = []
-        self._taken: list[TakenTransition] = []
-        self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
-        self._whole = False  # whether the whole state was looked at
-        self._g: G | None = None
-
-    @property
-    def before(self) -> SystemState:
-        """The state the transaction started from."""
-        self._whole = True
-        return self._before
-
-    # -- reads and writes of locations: all go through these four ---------------
-
-    def _slot(self, index: int) -> Slot:
-        slot = self._slots[index]
-        self._log.append((index, slot))
-        return slot
-
-    def _value(self, index: int) -> Any:
-        value = self._values[index]
-        self._log.append((~index, value))
-        return value
-
-    def _write_slot(self, index: int, slot: Slot) -> None:
-        if type(self._slots) is tuple:
-            self._slots = list(self._slots)
-        self._slots[index] = slot  # type: ignore[index]
-        self._log.append((index, _WROTE))
-
-    def _write_value(self, index: int, value: Hashable) -> None:
-        if type(self._values) is tuple:
-            self._values = list(self._values)
-        self._values[index] = value  # type: ignore[index]
-        self._log.append((~index, _WROTE))
-
-    def _reads(self) -> list[tuple[int, Any]]:
-        """``(location, value)`` of each location of the starting state read, in order.
-
-        Later reads of a location, and reads after writing it, add nothing.
-        """
-        seen: set[int] = set()
-        reads = []
-        for location, value in self._log:
-            if location not in seen:
-                seen.add(location)
-                if value is not _WROTE:
-                    reads.append((location, value))
-        return reads
-
-    def _writes(self) -> tuple[tuple[tuple[int, Slot], ...], tuple[tuple[int, Hashable], ...]]:
-        """The final value of each slot and global written, by index."""
-        written = sorted({location for location, value in self._log if value is _WROTE})
-        slots, values = self._slots, self._values
-        return (
-            tuple([(i, slots[i]) for i in written if i >= 0]),
-            tuple([(~i, values[~i]) for i in written if i < 0]),
-        )
-
-    # -- enabling --------------------------------------------------------
-
-    def require(self, condition: object, why: str = "") -> None:
-        """Disable the action (with these arguments) unless `condition` holds."""
-        if not condition:
-            # The shared instance must shed its traceback, or every raise would
-            # chain onto it and keep each disabled attempt's frames alive.
-            raise _Disabled(why) if why else _DISABLED.with_traceback(None)
-
-    # -- globals -----------------------------------------------------------
-
-    @property
-    def g(self) -> G:
-        """The globals, read field by field: ``tx.g.queue`` (each read is logged)."""
-        found = self._g
-        if found is None:
-            found = self._g = self.system.globals_reader()(self)
-        return found
-
-    def put(self, **changes: Hashable) -> None:
-        """Write globals by field name: ``tx.put(queue=queue + (task,))``."""
-        index = self.system.global_field_index
-        for name, value in changes.items():
-            self._write_value(index(name), value)
-
-    def get(self, name: str) -> Any:
-        """The current value of global `name`."""
-        return self._value(self.system.global_index(name))
-
-    def set(self, name: str, value: Hashable) -> None:
-        """Set global `name` to `value` (must be hashable)."""
-        self._write_value(self.system.global_index(name), value)
-
-    # -- instances ---------------------------------------------------------
-
-    def handle(self, component: str, key: Hashable) -> Handle | None:
-        """The live generation of `key`, or None if it has no instance."""
-        slot = self._slot(self.system.slot_index(component, key))
-        if slot.snapshot is None:
-            return None
-        return Handle(component, key, slot.generation)
-
-    def snapshot(self, target: Handle | tuple[str, Hashable]) -> Snapshot | None:
-        """The snapshot `target` refers to, or None if it is gone or stale."""
-        slot = self._slot(self.system.slot_index(target[0], target[1]))
-        if slot.snapshot is None:
-            return None
-        if isinstance(target, Handle) and target.generation != slot.generation:
-            return None
-        return slot.snapshot
-
-    def live(self, target: Handle | tuple[str, Hashable]) -> bool:
-        """Whether `target` refers to an instance that exists now."""
-        return self.snapshot(target) is not None
-
-    def spawn(self, component: str, key: Hashable) -> Handle:
-        """Start a new generation of `key` in its machine's initial snapshot.
-
-        Any previous generation of the key is retired first. Beyond the
-        component's generation bound the action is disabled (the bound of
-        the model, not a behaviour).
-        """
-        comp = self.system.component(component)
-        index = self.system.slot_index(component, key)
-        generation = self._slot(index).generation + 1
-        self.require(generation <= comp.max_generations, "generation bound reached")
-        self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
-        return Handle(component, key, generation)
-
-    def retire(self, target: Handle | tuple[str, Hashable]) -> bool:
-        """Remove the instance `target` refers to; False if it was already gone."""
-        if not self.live(target):
-            return False
-        index = self.system.slot_index(target[0], target[1])
-        self._write_slot(index, Slot(self._slot(index).generation, None))
-        return True
-
-    def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
-        """Fire `event` on the instance `target` refers to.
-
-        A `Handle` reaches only its own generation: a stale or missing
-        instance gives a rejected outcome whose reason says so. A
-        ``(component, key)`` pair reaches whatever generation is live.
-        """
-        component, key = target[0], target[1]
-        comp = self.system.component(component)
-        index = self.system.slot_index(component, key)
-        slot = self._slot(index)
-        if slot.snapshot is None or (
-            isinstance(target, Handle) and target.generation != slot.generation
-        ):
-            why = "no instance" if slot.snapshot is None else "stale generation"
-            dummy = comp.machine.initial_snapshot()
-            return Outcome(REJECTED, dummy, (), None, event, why)
-        try:
-            outcome = remembered_step(comp.machine, slot.snapshot, event, payload)
-        except StatecoreError as exc:
-            raise ActionError(f"system {self.system.name!r}: {exc}") from exc
-        if outcome.status is ACCEPTED:
-            generation = slot.generation
-            self._write_slot(index, _new(Slot, (generation, outcome.snapshot)))
-            if outcome.outputs:
-                source = _new(Handle, (component, key, generation))
-                self._outputs.extend([_new(Emitted, (source, o)) for o in outcome.outputs])
-            assert outcome.transition is not None
-            taken = (component, comp.machine.name, outcome.transition.name)
-            self._taken.append(_new(TakenTransition, taken))
-        return outcome
-
-    def emit(self, output: Output) -> None:
-        """Record an output of the action itself (e.g. the consumer received)."""
-        self._outputs.append(Emitted(None, output))
-
-    # -- result --------------------------------------------------------------
-
-    def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
-        """The state built so far, with the outputs and transitions recorded."""
-        self._whole = True
-        state = SystemState(tuple(self._slots), tuple(self._values))
-        return state, tuple(self._outputs), tuple(self._taken)
+from .system_parts import (
+    Action,
+    ActionLabel,
+    Component,
+    Emitted,
+    Handle,
+    Keys,
+    ModelValue,
+    RunFn,
+    Slot,
+    SystemState,
+    SystemStep,
+    TakenTransition,
+)
+from .transaction import Disabled, G, Tx, TxRecord, _Disabled
+
+__all__ = [
+    "Action",
+    "ActionLabel",
+    "Component",
+    "Disabled",
+    "Emitted",
+    "G",
+    "Global",
+    "Handle",
+    "Keys",
+    "ModelValue",
+    "RunFn",
+    "Slot",
+    "StateView",
+    "System",
+    "SystemState",
+    "SystemStep",
+    "TakenTransition",
+    "Tx",
+    "TxRecord",
+    "_Disabled",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -604,6 +265,16 @@ class System:
             object.__setattr__(self, "_reads", reads)
         return reads
 
+    @property
+    def attempts(
+        self,
+    ) -> tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...]:
+        """Every action with every argument combination, as ``(action, args, kwargs)``.
+
+        An *attempt* is one entry; `statecore.stepcache` memoises each by index.
+        """
+        return self._attempts
+
     def labels(self) -> tuple[ActionLabel, ...]:
         """Every action with every argument combination, enabled or not."""
         return tuple(ActionLabel(a.name, args) for a, args, _ in self._attempts)
@@ -625,7 +296,7 @@ class System:
         tx: Tx[Any] = Tx(self, empty)
         try:
             self.init(tx)
-        except _Disabled as exc:
+        except Disabled as exc:
             raise SystemDefinitionError(
                 f"system {self.name!r}: init disabled itself ({exc}); init must always run"
             ) from None
@@ -638,7 +309,7 @@ class System:
             tx: Tx[Any] = Tx(self, state)
             try:
                 action.run(tx, **kwargs)
-            except _Disabled:
+            except Disabled:
                 continue
             nxt, outputs, taken = tx.result()
             steps.append(
@@ -696,7 +367,7 @@ class System:
         tx: Tx[Any] = Tx(self, state)
         try:
             action.run(tx, **dict(args))
-        except _Disabled:
+        except Disabled:
             return None
         nxt, outputs, taken = tx.result()
         return SystemStep(

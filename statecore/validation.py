@@ -28,21 +28,8 @@ import warnings
 from collections import deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .definition import (
-    Compiled,
-    Event,
-    Field,
-    Output,
-    PayloadCheck,
-    Snapshot,
-    State,
-    Transition,
-    Var,
-    accepted_types,
-    check_identifier,
-)
 from .errors import (
     CallbackError,
     CheckLimitError,
@@ -63,15 +50,25 @@ from .errors import (
     ValidationLimitWarning,
     VariableDomainError,
 )
-from .runtime import Memo
-
-if TYPE_CHECKING:
-    from .definition import Machine
+from .machine_parts import (
+    Compiled,
+    Event,
+    Field,
+    MachineData,
+    Output,
+    PayloadCheck,
+    Snapshot,
+    State,
+    Transition,
+    Var,
+    accepted_types,
+    check_identifier,
+)
 
 RESERVED_VARIABLE_NAMES = frozenset({"state", "values", "count", "index"})
 
 
-def validate(machine: Machine) -> None:
+def validate(machine: MachineData) -> None:
     """Check `machine` and install its derived tables; raise on the first problem."""
     _check_parts(machine)
     _check_names(machine)
@@ -99,13 +96,12 @@ def validate(machine: Machine) -> None:
             if machine.pure and e.pure and all(f.bounded for f in e.fields)
         ),
         payload_domains={e.name: _payload_check(e) for e in machine.events},
-        outcome_cache=Memo(),
     )
     _check_reachable_structurally(machine)
     machine._install(reachable_snapshots=_check_semantics(machine))
 
 
-def _where(machine: Machine) -> str:
+def _where(machine: MachineData) -> str:
     return f"machine {machine.name!r}"
 
 
@@ -129,7 +125,7 @@ def _wrong_part(where: str, kind: str, item: object, cls: type) -> DefinitionTyp
     )
 
 
-def _check_parts(machine: Machine) -> None:
+def _check_parts(machine: MachineData) -> None:
     """Every part has its type, so later checks never fail with a raw AttributeError."""
     where = _where(machine)
     limit = machine.check_limit
@@ -170,7 +166,7 @@ def _duplicates(names: Iterable[str]) -> list[str]:
     return dups
 
 
-def _check_names(machine: Machine) -> None:
+def _check_names(machine: MachineData) -> None:
     where = _where(machine)
     check_identifier("machine", machine.name, "machine definition")
     for kind, names in (
@@ -211,7 +207,7 @@ def _check_names(machine: Machine) -> None:
             )
 
 
-def _check_states(machine: Machine) -> None:
+def _check_states(machine: MachineData) -> None:
     where = _where(machine)
     if not machine.states:
         raise InitialStateError(f"{where}: declares no states; add State(..., initial=True)")
@@ -232,7 +228,7 @@ def _check_states(machine: Machine) -> None:
             )
 
 
-def _check_variables(machine: Machine) -> None:
+def _check_variables(machine: MachineData) -> None:
     where = _where(machine)
     for var in machine.variables:
         if not var.domain:
@@ -268,7 +264,7 @@ def _aliased(values: Iterable[Hashable]) -> tuple[Hashable, Hashable] | None:
     return None
 
 
-def _check_fields(machine: Machine) -> None:
+def _check_fields(machine: MachineData) -> None:
     where = _where(machine)
     for event in machine.events:
         for fld in event.fields:
@@ -322,7 +318,7 @@ def _payload_check(event: Event) -> PayloadCheck:
     return PayloadCheck(finite, typed)
 
 
-def _check_transitions(machine: Machine) -> None:
+def _check_transitions(machine: MachineData) -> None:
     where = _where(machine)
     states = {s.name: s for s in machine.states}
     events = {e.name for e in machine.events}
@@ -363,7 +359,7 @@ def _check_transitions(machine: Machine) -> None:
             )
 
 
-def _snapshot_class(machine: Machine) -> type[Snapshot]:
+def _snapshot_class(machine: MachineData) -> type[Snapshot]:
     names = ("state", *(v.name for v in machine.variables))
     namespace: dict[str, Any] = {
         "__slots__": (),
@@ -380,7 +376,7 @@ def _snapshot_class(machine: Machine) -> type[Snapshot]:
     return type(f"{machine.name}_snapshot", (Snapshot,), namespace)
 
 
-def _compile(machine: Machine) -> dict[str, dict[str, tuple[Compiled, ...]]]:
+def _compile(machine: MachineData) -> dict[str, dict[str, tuple[Compiled, ...]]]:
     table: dict[str, dict[str, list[Compiled]]] = {s.name: {} for s in machine.states}
     fields = {e.name: e.field_names for e in machine.events}
     for t in machine.transitions:
@@ -397,7 +393,7 @@ def _compile(machine: Machine) -> dict[str, dict[str, tuple[Compiled, ...]]]:
     }
 
 
-def _check_reachable_structurally(machine: Machine) -> None:
+def _check_reachable_structurally(machine: MachineData) -> None:
     seen = {machine.initial.name}
     frontier = [machine.initial.name]
     while frontier:
@@ -422,7 +418,7 @@ def payloads(event: Event) -> Iterator[dict[str, Any]]:
         yield dict(zip(names, combo))
 
 
-def _check_semantics(machine: Machine) -> frozenset[Snapshot]:
+def _check_semantics(machine: MachineData) -> frozenset[Snapshot]:
     start = machine.initial_snapshot()
     seen = {start}
     queue = deque([start])
@@ -472,7 +468,7 @@ def _caller_level() -> int:
 
 
 def _guard_holds(
-    machine: Machine, compiled: Compiled, snap: Snapshot, payload: dict[str, Any]
+    machine: MachineData, compiled: Compiled, snap: Snapshot, payload: dict[str, Any]
 ) -> bool:
     if compiled.guard is None:
         return True
@@ -494,7 +490,7 @@ def _guard_holds(
 
 
 def _successor(
-    machine: Machine,
+    machine: MachineData,
     compiled: Compiled,
     snap: Snapshot,
     payload: dict[str, Any],

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from statecore import cli
+from statecore import cli, cli_check
 from statecore.cli import main
 from statecore.errors import StatecoreError
 from statecore.explore import ExplorationInterrupted, Progress, Report, explore
@@ -134,7 +135,7 @@ def test_help_is_success() -> None:
 def as_variant(monkeypatch: pytest.MonkeyPatch, path: str, expected: str) -> None:
     """Make `path` the only bundled variant, declaring `expected`."""
     variant = Target("tiny_variant", path, expected)
-    monkeypatch.setattr(cli, "bundled", lambda: (variant,))
+    monkeypatch.setattr(cli_check, "bundled", lambda: (variant,))
     monkeypatch.setattr("statecore.registry.bundled", lambda: (variant,))
 
 
@@ -189,7 +190,7 @@ def refuse_to_explore(monkeypatch: pytest.MonkeyPatch) -> None:
     def explore_(*args: object, **kwargs: object) -> Report:
         raise AssertionError("explored although the command line was refused")
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
 
 
 @pytest.mark.parametrize("flag", ["--trace-out", "--regression-out"])
@@ -254,7 +255,7 @@ def test_a_write_that_fails_after_exploring_keeps_the_report(
     def full_disk(*args: object) -> dict[str, str]:
         raise OSError(errno.ENOSPC, "No space left on device", "traces/x.itf.json")
 
-    monkeypatch.setattr(cli, "_write_traces", full_disk)
+    monkeypatch.setattr(cli_check, "_write_traces", full_disk)
     code, out, err = run("check", "tiny:BROKEN", "--trace-out", "traces")
     assert code == 2
     assert "FAIL tiny:BROKEN" in out and "count()" in out  # the trace table is still shown
@@ -283,7 +284,7 @@ def crash_inside_statecore(monkeypatch: pytest.MonkeyPatch) -> None:
     def explore_(*args: object, **kwargs: object) -> Report:
         raise RuntimeError("a bug in the explorer")
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
 
 
 def test_a_crash_inside_statecore_is_an_internal_error(
@@ -332,7 +333,7 @@ def interrupt_exploring(monkeypatch: pytest.MonkeyPatch, report: Report) -> None
     def explore_(*args: object, **kwargs: object) -> Report:
         raise ExplorationInterrupted(report)
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
 
 
 def test_ctrl_c_prints_the_partial_report(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -366,7 +367,7 @@ def test_ctrl_c_while_loading_a_target_exits_130(
     def resolve(name: str) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_resolve", resolve)
+    monkeypatch.setattr(cli_check, "resolve_target", resolve)
     code, out, err = run("check", "tiny:SYSTEM", "--json")
     assert code == 130 and json.loads(out)["interrupted"] is True
     assert err.strip() == "statecore: interrupted"
@@ -421,7 +422,7 @@ def test_progress_off_a_terminal_is_one_plain_line_per_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = [100.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     stream = io.StringIO()
     show = cli._progress_printer("m", stream)
     for tick in range(1, 51):  # the explorer samples twice a second: 25 s
@@ -461,7 +462,7 @@ def spy_on_explore(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen.update(kwargs)
         return explore(system, **kwargs)
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
     return seen
 
 
@@ -500,7 +501,7 @@ def test_notes_are_printed_under_the_verdict_line_and_in_json(
     def explore_(system: Any, **kwargs: Any) -> Report:
         return replace(explore(system, **kwargs), notes=(note,))
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
     out = run("check", "tiny:SYSTEM")[1].splitlines()
     assert out[0].startswith("PASS tiny:SYSTEM") and out[1] == f"  note: {note}"
     (entry,) = json.loads(run("check", "tiny:SYSTEM", "--json")[1])["targets"]
@@ -614,7 +615,7 @@ def test_an_unrelated_import_error_is_still_an_internal_error(
     def explore_(*args: object, **kwargs: object) -> Report:
         raise ImportError("cannot import name 'gone' from 'statecore.explore'")
 
-    monkeypatch.setattr(cli, "explore", explore_)
+    monkeypatch.setattr(cli_check, "explore", explore_)
     code, _, err = run("check", "stream_edge")
     assert code == 3 and err.startswith("statecore: internal error: ImportError")
 

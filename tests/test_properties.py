@@ -17,6 +17,7 @@ from strategies import (
 )
 
 from statecore import ACCEPTED, IGNORED, REJECTED, Instance, Machine, Outcome, TransitionError, step
+from statecore.memo import memo_of
 
 ALL_POLICIES = ("reject", "ignore", "error")
 
@@ -119,7 +120,7 @@ def test_instance_fire_agrees_with_step(case: tuple[Machine, list[Step]]) -> Non
     doubled = reference(machine, steps + steps)
     run_instance(instance, steps + steps, doubled)
     if steps:
-        assert machine.outcome_cache, "the runtime memo was never filled"
+        assert memo_of(machine), "the runtime memo was never filled"
 
 
 @settings(max_examples=150, deadline=None)
@@ -211,10 +212,7 @@ def test_unhashable_payload_values_work_without_the_memo(
         odd = {k: UnhashableInt(v) for k, v in payload.items()}
         assert_same(instance.fire(event, **odd), want)
     payload_keys = [
-        key
-        for node in machine.outcome_cache.values()
-        for key in node.edges
-        if not isinstance(key, str)
+        key for node in memo_of(machine).values() for key in node.edges if not isinstance(key, str)
     ]
     assert payload_keys == []
     # The same sequence with ordinary values still agrees, now memoised.

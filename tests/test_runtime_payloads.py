@@ -19,6 +19,7 @@ from statecore import (
     runtime,
     step,
 )
+from statecore.memo import memo_of
 from statecore.runtime import clear_memo, memo_size
 
 
@@ -57,7 +58,7 @@ def in_flight(machine: Machine) -> Instance:
 
 def entries(machine: Machine) -> int:
     """What the memo holds, counted from its nodes: snapshots plus edges."""
-    nodes = machine.outcome_cache
+    nodes = memo_of(machine)
     return len(nodes) + sum(len(node.edges) for node in nodes.values())
 
 

@@ -25,6 +25,7 @@ from statecore import (
     step,
 )
 from statecore.errors import UnknownStateError, UnknownVariableError
+from statecore.memo import memo_of
 
 
 def door() -> Machine:
@@ -254,7 +255,7 @@ def test_step_does_not_mutate_its_inputs(machine: Machine) -> None:
     assert tuple(start) == before
     assert payload == payload_before
     # step is pure: it does not fill the runtime's memo either.
-    assert machine.outcome_cache == {}
+    assert memo_of(machine) == {}
 
 
 def test_step_is_repeatable(machine: Machine) -> None:

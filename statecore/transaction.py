@@ -1,0 +1,294 @@
+"""Transactions: how an action reads one `SystemState` and builds the next.
+
+A `Tx` is what every `Action` function receives. Reads and writes go through
+it and are logged by location, so what an action did is a function of what it
+read; `Tx.record` gives that log (`TxRecord`) to the successor memo
+(`statecore.stepcache`). `Tx.require` disables the action by raising
+`Disabled`. `statecore.system` re-exports `Tx`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+from .definition import Output, Snapshot
+from .errors import ActionError, StatecoreError
+from .memo import remembered_step
+from .semantics import ACCEPTED, REJECTED, Outcome
+from .system_parts import Component, Emitted, Handle, Slot, SystemState, TakenTransition
+
+
+class Disabled(Exception):
+    """Raised inside a transaction (by `Tx.require`) to say the action is not enabled."""
+
+
+_Disabled = Disabled  # the name it had in `statecore.system`
+_DISABLED = Disabled()  # raised as is on the hot path: no object to build
+_new = tuple.__new__  # builds a named tuple without its Python-level __new__
+
+
+_WROTE = object()  # in a Tx log: the location was written
+
+
+G = TypeVar("G")
+"""The system's globals record type (see `statecore.records`)."""
+
+
+class SystemLayout(Protocol):
+    """What a `Tx` needs of its system (a `statecore.system.System` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def component(self, name: str) -> Component: ...
+
+    def slot_index(self, component: str, key: Hashable) -> int: ...
+
+    def global_index(self, name: str) -> int: ...
+
+    def global_field_index(self, name: str) -> int: ...
+
+    def globals_reader(self) -> Any: ...
+
+
+class TxRecord(NamedTuple):
+    """What one transaction did, as `Tx.record` gives it.
+
+    Locations number the starting state's parts: slot i is location i, global
+    j is location ~j (negative). `reads` is ``(location, value)`` for each
+    location of the starting state read before being written, in the order of
+    the first read; `slot_writes` and `value_writes` are the final value of
+    each slot and global written, by index; `whole` says the transaction
+    looked at the whole state (`Tx.before`, `Tx.result`), so its reads do not
+    tell all it depended on.
+    """
+
+    reads: tuple[tuple[int, Any], ...]
+    slot_writes: tuple[tuple[int, Slot], ...]
+    value_writes: tuple[tuple[int, Hashable], ...]
+    outputs: tuple[Emitted, ...]
+    taken: tuple[TakenTransition, ...]
+    whole: bool
+
+
+class Tx(Generic[G]):
+    """A transaction: reads one `SystemState` and builds the next.
+
+    Every write goes to a private copy; nothing is shared with the state the
+    transaction started from, so actions stay pure from the outside.
+
+    The transaction logs what it reads and writes (slot i as location i,
+    global j as location ~j): an action is a function of what it read, which
+    lets the explorer memoise it (see `statecore.stepcache`).
+    """
+
+    __slots__ = (
+        "_before",
+        "_g",
+        "_log",
+        "_outputs",
+        "_slots",
+        "_taken",
+        "_values",
+        "_whole",
+        "system",
+    )
+
+    def __init__(self, system: SystemLayout, state: SystemState) -> None:
+        self.system = system
+        self._before = state
+        # Copied on first write: most attempted actions are disabled before writing.
+        self._slots: tuple[Slot, ...] | list[Slot] = state.slots
+        self._values: tuple[Hashable, ...] | list[Hashable] = state.values
+        self._outputs: list[Emitted] = []
+        self._taken: list[TakenTransition] = []
+        self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
+        self._whole = False  # whether the whole state was looked at
+        self._g: G | None = None
+
+    @property
+    def before(self) -> SystemState:
+        """The state the transaction started from."""
+        self._whole = True
+        return self._before
+
+    # -- reads and writes of locations: all go through these four ---------------
+
+    def _slot(self, index: int) -> Slot:
+        slot = self._slots[index]
+        self._log.append((index, slot))
+        return slot
+
+    def _value(self, index: int) -> Any:
+        value = self._values[index]
+        self._log.append((~index, value))
+        return value
+
+    def _write_slot(self, index: int, slot: Slot) -> None:
+        if type(self._slots) is tuple:
+            self._slots = list(self._slots)
+        self._slots[index] = slot  # type: ignore[index]
+        self._log.append((index, _WROTE))
+
+    def _write_value(self, index: int, value: Hashable) -> None:
+        if type(self._values) is tuple:
+            self._values = list(self._values)
+        self._values[index] = value  # type: ignore[index]
+        self._log.append((~index, _WROTE))
+
+    def _reads(self) -> list[tuple[int, Any]]:
+        """``(location, value)`` of each location of the starting state read, in order.
+
+        Later reads of a location, and reads after writing it, add nothing.
+        """
+        seen: set[int] = set()
+        reads = []
+        for location, value in self._log:
+            if location not in seen:
+                seen.add(location)
+                if value is not _WROTE:
+                    reads.append((location, value))
+        return reads
+
+    def _writes(self) -> tuple[tuple[tuple[int, Slot], ...], tuple[tuple[int, Hashable], ...]]:
+        """The final value of each slot and global written, by index."""
+        written = sorted({location for location, value in self._log if value is _WROTE})
+        slots, values = self._slots, self._values
+        return (
+            tuple([(i, slots[i]) for i in written if i >= 0]),
+            tuple([(~i, values[~i]) for i in written if i < 0]),
+        )
+
+    def record(self) -> TxRecord:
+        """What the transaction did so far: see `TxRecord` (used by `statecore.stepcache`)."""
+        slot_writes, value_writes = self._writes()
+        return TxRecord(
+            tuple(self._reads()),
+            slot_writes,
+            value_writes,
+            tuple(self._outputs),
+            tuple(self._taken),
+            self._whole,
+        )
+
+    # -- enabling --------------------------------------------------------
+
+    def require(self, condition: object, why: str = "") -> None:
+        """Disable the action (with these arguments) unless `condition` holds."""
+        if not condition:
+            # The shared instance must shed its traceback, or every raise would
+            # chain onto it and keep each disabled attempt's frames alive.
+            raise Disabled(why) if why else _DISABLED.with_traceback(None)
+
+    # -- globals -----------------------------------------------------------
+
+    @property
+    def g(self) -> G:
+        """The globals, read field by field: ``tx.g.queue`` (each read is logged)."""
+        found = self._g
+        if found is None:
+            found = self._g = self.system.globals_reader()(self)
+        return found
+
+    def put(self, **changes: Hashable) -> None:
+        """Write globals by field name: ``tx.put(queue=queue + (task,))``."""
+        index = self.system.global_field_index
+        for name, value in changes.items():
+            self._write_value(index(name), value)
+
+    def get(self, name: str) -> Any:
+        """The current value of global `name`."""
+        return self._value(self.system.global_index(name))
+
+    def set(self, name: str, value: Hashable) -> None:
+        """Set global `name` to `value` (must be hashable)."""
+        self._write_value(self.system.global_index(name), value)
+
+    # -- instances ---------------------------------------------------------
+
+    def handle(self, component: str, key: Hashable) -> Handle | None:
+        """The live generation of `key`, or None if it has no instance."""
+        slot = self._slot(self.system.slot_index(component, key))
+        if slot.snapshot is None:
+            return None
+        return Handle(component, key, slot.generation)
+
+    def snapshot(self, target: Handle | tuple[str, Hashable]) -> Snapshot | None:
+        """The snapshot `target` refers to, or None if it is gone or stale."""
+        slot = self._slot(self.system.slot_index(target[0], target[1]))
+        if slot.snapshot is None:
+            return None
+        if isinstance(target, Handle) and target.generation != slot.generation:
+            return None
+        return slot.snapshot
+
+    def live(self, target: Handle | tuple[str, Hashable]) -> bool:
+        """Whether `target` refers to an instance that exists now."""
+        return self.snapshot(target) is not None
+
+    def spawn(self, component: str, key: Hashable) -> Handle:
+        """Start a new generation of `key` in its machine's initial snapshot.
+
+        Any previous generation of the key is retired first. Beyond the
+        component's generation bound the action is disabled (the bound of
+        the model, not a behaviour).
+        """
+        comp = self.system.component(component)
+        index = self.system.slot_index(component, key)
+        generation = self._slot(index).generation + 1
+        self.require(generation <= comp.max_generations, "generation bound reached")
+        self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
+        return Handle(component, key, generation)
+
+    def retire(self, target: Handle | tuple[str, Hashable]) -> bool:
+        """Remove the instance `target` refers to; False if it was already gone."""
+        if not self.live(target):
+            return False
+        index = self.system.slot_index(target[0], target[1])
+        self._write_slot(index, Slot(self._slot(index).generation, None))
+        return True
+
+    def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
+        """Fire `event` on the instance `target` refers to.
+
+        A `Handle` reaches only its own generation: a stale or missing
+        instance gives a rejected outcome whose reason says so. A
+        ``(component, key)`` pair reaches whatever generation is live.
+        """
+        component, key = target[0], target[1]
+        comp = self.system.component(component)
+        index = self.system.slot_index(component, key)
+        slot = self._slot(index)
+        if slot.snapshot is None or (
+            isinstance(target, Handle) and target.generation != slot.generation
+        ):
+            why = "no instance" if slot.snapshot is None else "stale generation"
+            dummy = comp.machine.initial_snapshot()
+            return Outcome(REJECTED, dummy, (), None, event, why)
+        try:
+            outcome = remembered_step(comp.machine, slot.snapshot, event, payload)
+        except StatecoreError as exc:
+            raise ActionError(f"system {self.system.name!r}: {exc}") from exc
+        if outcome.status is ACCEPTED:
+            generation = slot.generation
+            self._write_slot(index, _new(Slot, (generation, outcome.snapshot)))
+            if outcome.outputs:
+                source = _new(Handle, (component, key, generation))
+                self._outputs.extend([_new(Emitted, (source, o)) for o in outcome.outputs])
+            assert outcome.transition is not None
+            taken = (component, comp.machine.name, outcome.transition.name)
+            self._taken.append(_new(TakenTransition, taken))
+        return outcome
+
+    def emit(self, output: Output) -> None:
+        """Record an output of the action itself (e.g. the consumer received)."""
+        self._outputs.append(Emitted(None, output))
+
+    # -- result --------------------------------------------------------------
+
+    def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
+        """The state built so far, with the outputs and transitions recorded."""
+        self._whole = True
+        state = SystemState(tuple(self._slots), tuple(self._values))
+        return state, tuple(self._outputs), tuple(self._taken)
