@@ -41,7 +41,7 @@ from .explore import (
     Report,
     explore,
 )
-from .registry import Target, bundled
+from .registry import Target, bundled, is_user_target
 from .system import System
 
 MEMORY_FRACTION = 0.75
@@ -467,7 +467,7 @@ def _print_report(
                 print(f"      trace: {written[r.property.id]}", file=out)
                 # A trace names a target outside the registry, but replay imports only
                 # what the user names: the command names it.
-                extra = f" --target {name}" if ":" in name else ""
+                extra = f" --target {name}" if is_user_target(name) else ""
                 print(f"      replay: statecore replay {written[r.property.id]}{extra}", file=out)
     for cov in report.coverage:
         print(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from .errors import StatecoreError
-from .registry import Target, TargetError, bundled, resolve
+from .registry import Target, TargetError, bundled, is_user_target, resolve
 from .system import System
 
 EXIT_OK = 0
@@ -125,7 +125,7 @@ def guard_user_code(name: str, load: Callable[[], T]) -> T:
     A bundled target that fails to load is a bug in statecore, so only
     ``module:object`` targets are guarded.
     """
-    if ":" not in name:
+    if not is_user_target(name):
         return load()
     try:
         return load()

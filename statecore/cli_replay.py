@@ -15,7 +15,7 @@ from .cli_common import (
 from .explore import (
     VIOLATED,
 )
-from .registry import system_for_trace
+from .registry import is_user_target, system_for_trace
 
 # -- replay --------------------------------------------------------------------
 
@@ -85,7 +85,7 @@ def cmd_diagram(args: argparse.Namespace) -> int:
     from .diagram import run
 
     for name in (args.target, args.diff):
-        if args.trace is None and name is not None and ":" in name:
+        if args.trace is None and name is not None and is_user_target(name):
             resolve_target(name)  # imported once; run() finds the module loaded
     code: int = run(args)
     return code

@@ -83,7 +83,7 @@ class Target:
                     f"target {name!r}: violates= takes property ids or Property objects, "
                     f"not {pid!r}"
                 )
-        if expected != "holds":
+        if expected not in ("holds", ""):  # "": nothing declared, as "holds"
             stated = _parse_expected(name, expected)
             warnings.warn(
                 f"target {name!r}: expected={expected!r} is deprecated; write violates={stated!r}",
@@ -223,6 +223,11 @@ class AdapterRef:
         return self.name
 
 
+def is_user_target(name: str) -> bool:
+    """Whether a target name is the user's ``package.module:object`` rather than a bundled name."""
+    return ":" in name
+
+
 def is_user_adapter(name: str) -> bool:
     """Whether `name` names the user's own code (``package.module:object``, or
     ``model:package.module:object``) rather than a bundled adapter."""
@@ -329,7 +334,7 @@ def resolve(name: str) -> tuple[str, System, Target | None]:
     targets = {t.name: t for t in bundled()}
     if name in targets:
         return name, targets[name].load(), targets[name]
-    if ":" in name:
+    if is_user_target(name):
         return name, load_path(name), None
     close = difflib.get_close_matches(name, list(targets), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -516,7 +521,7 @@ def _bundled_name(where: str, name: str) -> str:
             f"{where}: the trace names no target (no 'target' or 'source' in its #meta); "
             "pass --target"
         )
-    if ":" in name:
+    if is_user_target(name):
         raise TargetError(
             f"{where}: the trace header names target {name!r}, which is not bundled; "
             "statecore imports only what you name yourself - if you trust this file, "

@@ -134,7 +134,8 @@ def test_help_is_success() -> None:
 
 def as_variant(monkeypatch: pytest.MonkeyPatch, path: str, expected: str) -> None:
     """Make `path` the only bundled variant, declaring `expected`."""
-    variant = Target("tiny_variant", path, expected)
+    ids = tuple(expected.removeprefix("violates:").split(","))
+    variant = Target("tiny_variant", path, violates=ids)
     monkeypatch.setattr(cli_check, "bundled", lambda: (variant,))
     monkeypatch.setattr("statecore.registry.bundled", lambda: (variant,))
 
