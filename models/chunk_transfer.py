@@ -69,7 +69,16 @@ has yet to act on).
 
 `ChunkTransferConfig` selects the behaviour: the defaults are the reference
 behaviour statecore's spec asks for; `RELEASED_0_30_0` is vLLM-Omni 0.30.0 as
-released; the seed-finding variants flip one switch each.
+released; the seed-finding variants flip one switch each, and `build` puts
+the known bug's action or rule in place of the reference's.
+
+The parts live in modules of their own: the configuration and the records
+of the state (`chunk_transfer_records`), the request machine
+(`chunk_transfer_request`), the actions of the scheduler
+(`chunk_transfer_scheduler`), the save thread (`chunk_transfer_save_thread`)
+and the consumer stage (`chunk_transfer_consumer`), the bookkeeping they
+share (`chunk_transfer_sender`), and why the reference leaves some
+transitions and mutants alone (`chunk_transfer_equivalents`).
 """
 
 from __future__ import annotations
@@ -175,9 +184,19 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
     from statecore.spec.chunk_transfer import properties
 
     ext = Keys("ext", config.ids)
-    isolate = config.isolate_reuse
-    reuse = refuse_while_old_generation_lives if isolate else join_old_generation
     ext_param = {"ext": ext}
+    isolate = config.isolate_reuse
+    # The known-bug switches, each choosing what stands in for the reference's part.
+    reuse = refuse_while_old_generation_lives if isolate else join_old_generation
+    sweep = (
+        partial(collect_failures, isolate=isolate)
+        if config.fail_on_send_failure
+        else collect_failures_and_log
+    )
+    on_raise = ON_PROCESSOR_RAISE[config.processor_raise]
+
+    def save_action(name: str, kind: str) -> Action:
+        return Action(name, "scheduler", partial(save, kind=kind, reuse=reuse), ext_param)
 
     return System(
         config.name,
@@ -187,37 +206,23 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
         init=partial(_spawn_watermarks, ext=ext),
         actions=[
             Action("new_request", "scheduler", new_request, ext_param),
-            Action("save_chunk", "scheduler", partial(save, kind=CHUNK, reuse=reuse), ext_param),
+            save_action("save_chunk", CHUNK),
             *(
                 [
-                    Action(
-                        "save_segment_end",
-                        "scheduler",
-                        partial(save, kind=SEGMENT_END, reuse=reuse),
-                        ext_param,
-                    ),
+                    save_action("save_segment_end", SEGMENT_END),
                     Action("next_segment", "scheduler", next_segment, ext_param),
                 ]
                 if config.segments
                 else []
             ),
-            Action(
-                "save_terminal", "scheduler", partial(save, kind=TERMINAL, reuse=reuse), ext_param
-            ),
+            save_action("save_terminal", TERMINAL),
             Action("abort", "scheduler", partial(abort, isolate=isolate), ext_param),
-            Action(
-                "collect_failures",
-                "scheduler",
-                partial(collect_failures, isolate=isolate)
-                if config.fail_on_send_failure
-                else collect_failures_and_log,
-                internal=True,
-            ),
+            Action("collect_failures", "scheduler", sweep, internal=True),
             Action("begin", "save_thread", begin, internal=True),
             Action(
                 "process",
                 "save_thread",
-                partial(process, on_raise=ON_PROCESSOR_RAISE[config.processor_raise]),
+                partial(process, on_raise=on_raise),
                 {"outcome": config.processor_outcomes},
                 internal=True,
             ),
