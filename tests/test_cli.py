@@ -700,3 +700,10 @@ def test_the_summary_of_the_variants_says_what_each_caught(
     (row,) = summary(out)[1:-1]
     assert row.split()[2:] == ["PASS", row.split()[3], "caught:", "below_two"]
     assert summary(out)[-1].startswith("1 variants: 1 PASS; ")
+
+
+def test_python_dash_m_statecore_is_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "statecore", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("statecore ")
