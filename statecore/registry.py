@@ -43,6 +43,9 @@ class TargetError(StatecoreError):
 class Target:
     """A bundled target: a name, where it lives, and what checking it must find.
 
+    `path` is ``package.module:object``, or the module-level function (a
+    build taking no arguments) itself, which stands for its own path.
+
     A model must hold; a variant reproduces a known bug and names the
     properties it must violate, as ids or as the property objects themselves:
     ``Target(name, path, violates=("terminal_delivered",))``. Each id is checked
@@ -69,7 +72,7 @@ class Target:
     def __init__(
         self,
         name: str,
-        path: str,
+        path: str | Callable[[], System | Machine],
         expected: str = "holds",
         doc: str = "",
         family: str = "",
@@ -100,7 +103,7 @@ class Target:
             raise TargetError(f"target {name!r}: violates= names a property twice: {ids!r}")
         setattr_ = object.__setattr__
         setattr_(self, "name", name)
-        setattr_(self, "path", path)
+        setattr_(self, "path", path if isinstance(path, str) else _path_of(name, path))
         setattr_(self, "expected", f"violates:{','.join(ids)}" if ids else "holds")
         setattr_(self, "doc", doc)
         setattr_(self, "family", family)
@@ -133,6 +136,18 @@ class Target:
                     f"{system.name!r} has no property {pid!r}; its properties are "
                     f"{', '.join(known) or 'none'}"
                 )
+
+
+def _path_of(name: str, obj: object) -> str:
+    """``package.module:object`` of a module-level function (or class) given as a target."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<locals>" in qualname:
+        raise TargetError(
+            f"target {name!r}: give the path as 'package.module:object', or a function or "
+            f"class defined at module level, not {obj!r}"
+        )
+    return f"{module}:{qualname}"
 
 
 def _parse_expected(name: str, expected: str) -> tuple[str, ...]:

@@ -3,6 +3,7 @@ and an adapter name is read once into its kind."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
@@ -136,3 +137,22 @@ def test_each_variant_adapter_is_named_by_its_kind() -> None:
         if AdapterRef.parse(a.name).kind is AdapterKind.VARIANT
     }
     assert runs_a_variant == variants
+
+
+def test_a_module_level_build_function_stands_for_its_path() -> None:
+    import importlib
+
+    built = [t for t in bundled() if ":" in t.path]
+    for target in built:
+        module, _, attr = target.path.partition(":")
+        build = getattr(importlib.import_module(module), attr)
+        if inspect.isfunction(build):
+            assert Target("m", build).path == target.path
+            break
+    else:
+        pytest.fail("no bundled target is built by a module-level function")
+
+    def local() -> None: ...
+
+    with pytest.raises(TargetError, match="defined at module level"):
+        Target("m", local)  # type: ignore[arg-type]
