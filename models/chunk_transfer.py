@@ -86,6 +86,18 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from statecore.spec.chunk_transfer import (
+    CHUNK_DELIVERED,
+    FAILURE_RELEASES_CONSUMER,
+    NO_SENDER_LEAK,
+    PROCESSOR_FAILURE_VISIBLE,
+    REUSE_ISOLATION,
+    TERMINAL_DELIVERED,
+    properties,
+)
+from statecore.spec.request_state import STATE_RETAINED
+from statecore.spec.segment import NO_CURRENT_SAVE_DROPPED, SEGMENT_ORDER
+
 from statecore.registry import Target
 from statecore.system import Action, Component, Keys, System, Tx
 
@@ -181,8 +193,6 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
     Each switch of `config` picks one action, rule or flag: the reference's,
     or the known bug's in its place.
     """
-    from statecore.spec.chunk_transfer import properties
-
     ext = Keys("ext", config.ids)
     ext_param = {"ext": ext}
     isolate = config.isolate_reuse
@@ -365,16 +375,29 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_0_30_0",
         f"{_CT}:released_0_30_0",
-        "violates:chunk_delivered,failure_releases_consumer,no_current_save_dropped,"
-        "no_sender_leak,processor_failure_visible,reuse_isolation,terminal_delivered",
+        violates=(
+            CHUNK_DELIVERED,
+            FAILURE_RELEASES_CONSUMER,
+            NO_CURRENT_SAVE_DROPPED,
+            NO_SENDER_LEAK,
+            PROCESSOR_FAILURE_VISIBLE,
+            REUSE_ISOLATION,
+            TERMINAL_DELIVERED,
+        ),
         doc="vLLM-Omni 0.30.0 as released (see docs/findings.md)",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_0_30_0_segments",
         f"{_CT}:released_0_30_0_segments",
-        "violates:chunk_delivered,failure_releases_consumer,no_sender_leak,"
-        "processor_failure_visible,segment_order,terminal_delivered",
+        violates=(
+            CHUNK_DELIVERED,
+            FAILURE_RELEASES_CONSUMER,
+            NO_SENDER_LEAK,
+            PROCESSOR_FAILURE_VISIBLE,
+            SEGMENT_ORDER,
+            TERMINAL_DELIVERED,
+        ),
         doc="vLLM-Omni 0.30.0 with a chunk and a segment end per request: a failed "
         "segment-end put lets the next segment's chunks run into the old segment",
         family="chunk_transfer",
@@ -383,28 +406,28 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_6670",
         f"{_CT}:variant_6670",
-        "violates:terminal_delivered",
+        violates=(TERMINAL_DELIVERED,),
         doc="vllm-omni #6670: cleanup_sender reclaims a generation whose terminal is queued",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_4855",
         f"{_CT}:variant_4855",
-        "violates:chunk_delivered,no_sender_leak,terminal_delivered",
+        violates=(CHUNK_DELIVERED, NO_SENDER_LEAK, TERMINAL_DELIVERED),
         doc="vllm-omni #4855: a connector put that returns False is not recorded",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_seed000_p1",
         f"{_CT}:variant_seed000_p1",
-        "violates:chunk_delivered,failure_releases_consumer,no_sender_leak,terminal_delivered",
+        violates=(CHUNK_DELIVERED, FAILURE_RELEASES_CONSUMER, NO_SENDER_LEAK, TERMINAL_DELIVERED),
         doc="seed 000 P1: a processor exception skips the empty terminal; failure only logged",
         family="chunk_transfer",
     ),
     Target(
         "chunk_transfer_reuse_joins",
         f"{_CT}:variant_reuse_joins",
-        "violates:chunk_delivered,no_current_save_dropped,reuse_isolation,terminal_delivered",
+        violates=(CHUNK_DELIVERED, NO_CURRENT_SAVE_DROPPED, REUSE_ISOLATION, TERMINAL_DELIVERED),
         doc="0.30.0: a reused external id joins the old sender generation, its watermarks "
         "and its request_payload",
         family="chunk_transfer",
@@ -412,7 +435,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_no_token_reset",
         f"{_CT}:variant_no_token_reset",
-        "violates:no_current_save_dropped,no_sender_leak,terminal_delivered",
+        violates=(NO_CURRENT_SAVE_DROPPED, NO_SENDER_LEAK, TERMINAL_DELIVERED),
         doc="a segment end keeps requests_num_chunks_sent (CTA:486 removed): the next "
         "segment's saves are skipped silently as preemption replays",
         family="chunk_transfer",
@@ -421,7 +444,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "chunk_transfer_segment_clears",
         f"{_CT}:variant_segment_clears",
-        "violates:request_state_retained",
+        violates=(STATE_RETAINED,),
         doc="segment-end post-processing pops request_payload: the producer loses its "
         "request-wide state at every segment boundary",
         family="chunk_transfer",

@@ -120,7 +120,7 @@ def put(tx: Tx[Shared], outcome: str, *, record_false_put: bool) -> None:
     task = flight.task
     request, kind = task.request, task.kind
     if outcome == "ok":
-        item = Put(request, kind, task.segment, flight.detail != DATA, task.save)
+        item = Put(request, kind, task.segment, empty=flight.detail != DATA, save=task.save)
         tx.put(mailbox=(*tx.g.mailbox, item))
         if flight.detail == ERROR and request not in tx.g.released:
             # a marker in place of a payload the processor raised on

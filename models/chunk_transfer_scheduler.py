@@ -74,9 +74,15 @@ def scheduler_saves(tx: Tx[Shared], ext: Hashable, kind: str) -> SaveCall:
     assert after is not None
     if kind == TERMINAL:
         tx.put(terminals=tx.g.terminals | {request})
-    # A segment end carries the generation of the segment it ends.
-    generation = before.ends if kind == SEGMENT_END else after.ends
-    return SaveCall(request, kind, generation, after.tokens, before.ends, before.saved)
+    return SaveCall(
+        request,
+        kind,
+        # A segment end carries the generation of the segment it ends.
+        generation=before.ends if kind == SEGMENT_END else after.ends,
+        tokens=after.tokens,
+        segment=before.ends,
+        number=before.saved,
+    )
 
 
 def refuse_while_old_generation_lives(tx: Tx[Shared], call: SaveCall, token: Handle | None) -> bool:
@@ -131,7 +137,7 @@ def queue_task(tx: Tx[Shared], call: SaveCall, token: Handle | None) -> None:
         fire_on_sender(tx, token, "save_terminal")
     else:  # admitted: the consumer is owed this chunk or segment end
         tx.put(owed=tx.g.owed | {Owed(request, call.number)})
-    task = Task(token, request, call.kind, call.segment, call.number)
+    task = Task(token, request, call.kind, segment=call.segment, save=call.number)
     tx.put(queue=(*tx.g.queue, task))
 
 
