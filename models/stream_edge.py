@@ -291,19 +291,12 @@ THE_RECORDER = ("recorder", "it")
 """The one recorder of the system, as ``(component, key)``."""
 
 
-class Recorded(NamedTuple):
-    """An event recorded on one segment of one edge."""
-
-    edge: str
-    segment: int
-    event: str
-
-
-class Started(NamedTuple):
-    """A segment of an edge the runtime started (and handed out a handle for)."""
-
-    edge: str
-    segment: int
+# The rows of the globals below stay plain tuples: trace files (ITF) record
+# them as tuples, and tests/bad_inputs/traces/ pins such files for this system.
+Recorded = tuple[str, int, str]
+"""``(edge, segment, event)``: an event recorded on one segment of one edge."""
+Started = tuple[str, int]
+"""``(edge, segment)``: a segment the runtime started (and handed out a handle for)."""
 
 
 class Shared(NamedTuple):
@@ -376,7 +369,7 @@ def write(
     outcome = tx.fire(handle, "record", event=event, elapsed_ms=value)
     if not outcome.accepted:
         return False
-    tx.put(recorded=tx.g.recorded | {Recorded(edge, segment, event)})
+    tx.put(recorded=tx.g.recorded | {(edge, segment, event)})
     cur = current(tx, edge)
     breaches = set()
     if cur is None or cur.segment != segment:
@@ -418,12 +411,12 @@ def observe(
 def start_segment(tx: Tx[Shared], edge: str, segment: int) -> None:
     """The runtime starts (or rebinds to) `segment` of `edge` before dispatch."""
     tx.require(start(tx, edge, segment) is not None)
-    tx.put(started=tx.g.started | {Started(edge, segment)})
+    tx.put(started=tx.g.started | {(edge, segment)})
 
 
 def record(tx: Tx[Shared], edge: str, segment: int, event: str, elapsed: float) -> None:
     """A producer records through a handle the runtime handed out."""
-    tx.require(Started(edge, segment) in tx.g.started, "no such handle was handed out")
+    tx.require((edge, segment) in tx.g.started, "no such handle was handed out")
     handle = tx.handle("segment", (edge, segment))
     assert handle is not None  # the runtime started it
     observe(tx, edge, segment, event, elapsed, lambda: handle)

@@ -222,11 +222,7 @@ class StreamEdgeRecorderBinding(Adapter):
             ("call", self.expected_call),
             (
                 "recorded",
-                tuple(
-                    sorted(
-                        (r.edge, r.segment, r.event, self.values.get(r)) for r in view.g.recorded
-                    )
-                ),
+                tuple(sorted((*key, self.values.get(key)) for key in view.g.recorded)),
             ),
             (
                 "current",

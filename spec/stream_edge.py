@@ -220,8 +220,8 @@ def _runtime_segments_only(v: View) -> bool:
     """On every edge the runtime started: its segments, and only its latest one live."""
     started = set(v.g.started)
     latest: dict[str, int] = {}
-    for s in started:
-        latest[s.edge] = max(latest.get(s.edge, s.segment), s.segment)
+    for edge, segment in started:
+        latest[edge] = max(latest.get(edge, segment), segment)
     held = set()
     for key, slot in v.instances("segment"):
         edge, segment = cast("tuple[str, int]", key)
@@ -236,20 +236,18 @@ def _runtime_segments_only(v: View) -> bool:
 def _recorded_twice(v: View, *, same_edge: bool, same_segment: bool) -> bool:
     """Some event is recorded on two (edge, segment) pairs differing as asked."""
     rows = v.g.recorded
-    for a in rows:
-        for b in rows:
-            if b.event != a.event or (b.edge, b.segment) == (a.edge, a.segment):
+    for edge, segment, event in rows:
+        for edge2, segment2, event2 in rows:
+            if event2 != event or (edge2, segment2) == (edge, segment):
                 continue
-            if (b.edge == a.edge) == same_edge and (b.segment == a.segment) == same_segment:
+            if (edge2 == edge) == same_edge and (segment2 == segment) == same_segment:
                 return True
     return False
 
 
 def _two_events_on_one_segment(v: View) -> bool:
     rows = v.g.recorded
-    return any(
-        sum(1 for b in rows if (b.edge, b.segment) == (a.edge, a.segment)) >= 2 for a in rows
-    )
+    return any(sum(1 for e2, s2, _ in rows if (e2, s2) == (e, s)) >= 2 for e, s, _ in rows)
 
 
 def _live_handle_handed_out(v: View) -> bool:
