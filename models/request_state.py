@@ -118,7 +118,16 @@ from __future__ import annotations
 
 from functools import partial
 
-from statecore.spec.request_state import properties
+from statecore.spec.request_state import (
+    EOS_DELIVERED,
+    FLUSH_REACHES_STATE,
+    GENERATION_FENCED,
+    LATE_ACCESS_REFUSED,
+    NO_LEAK_AFTER_CLEANUP,
+    NO_RECREATE_AFTER_CLEANUP,
+    STATE_RETAINED,
+    properties,
+)
 
 from statecore import Machine
 from statecore.registry import Target
@@ -394,67 +403,69 @@ def variant_failure_clears() -> System:
     return build(RequestStateConfig(name="request_state_failure_clears", failure_keeps_state=False))
 
 
-_RS = __name__
-
 TARGETS: tuple[Target, ...] = (
     Target(
         "request_state_system",
-        f"{_RS}:REQUEST_STATE_SYSTEM",
+        f"{__name__}:REQUEST_STATE_SYSTEM",
         doc="seed 000: namespaced producer state fenced by sender-generation identity",
     ),
     Target(
         "request_state_seed000_p1",
-        f"{_RS}:variant_seed000_p1",
+        variant_seed000_p1,
         family="request_state_system",
-        expected="violates:eos_delivered,flush_reaches_state",
+        violates=(EOS_DELIVERED, FLUSH_REACHES_STATE),
         doc="seed 000 P1: is_active treats cancelled as unavailable; the cancelled-but-"
         "current terminal flush raises, the put is skipped, EOS is dropped",
     ),
     Target(
         "request_state_p1_fail_open",
-        f"{_RS}:variant_p1_fail_open",
+        variant_p1_fail_open,
         family="request_state_system",
-        expected="violates:flush_reaches_state",
+        violates=(FLUSH_REACHES_STATE,),
         doc="seed 000 P1 fence with a fail-open refusal: EOS goes out, the flush loses its state",
     ),
     Target(
         "request_state_seed000_p2_vacuous",
-        f"{_RS}:variant_seed000_p2_vacuous",
+        variant_seed000_p2_vacuous,
         family="request_state_system",
-        expected="violates:late_access_refused",
+        violates=(LATE_ACCESS_REFUSED,),
         doc="seed 000 P2: the late check calls get_or_create on adapter.request_state, which "
         "the producer's finally emptied: it raises before any fence is exercised, so the "
         "test's assertion cannot fail",
     ),
     Target(
         "request_state_retained_unfenced",
-        f"{_RS}:variant_retained_unfenced",
+        variant_retained_unfenced,
         family="request_state_system",
-        expected="violates:generation_fenced,late_access_refused,no_leak_after_cleanup,"
-        "no_recreate_after_cleanup",
+        violates=(
+            GENERATION_FENCED,
+            LATE_ACCESS_REFUSED,
+            NO_LEAK_AFTER_CLEANUP,
+            NO_RECREATE_AFTER_CLEANUP,
+        ),
         doc="seed 000 P2, checked on the retained view: an unfenced view recreates state "
         "after cleanup and reaches its successor's",
     ),
     Target(
         "request_state_stale_handle",
-        f"{_RS}:variant_stale_handle",
+        variant_stale_handle,
         family="request_state_system",
-        expected="violates:generation_fenced",
+        violates=(GENERATION_FENCED,),
         doc="a view fenced by external id, not generation identity, reaches its successor's "
         "state after the id is reused",
     ),
     Target(
         "request_state_segment_clears",
-        f"{_RS}:variant_segment_clears",
+        variant_segment_clears,
         family="request_state_system",
-        expected="violates:request_state_retained",
+        violates=(STATE_RETAINED,),
         doc="segment completion drops request-wide namespaces",
     ),
     Target(
         "request_state_failure_clears",
-        f"{_RS}:variant_failure_clears",
+        variant_failure_clears,
         family="request_state_system",
-        expected="violates:request_state_retained",
+        violates=(STATE_RETAINED,),
         doc="a failed send drops the namespaces before failure finalization",
     ),
 )
