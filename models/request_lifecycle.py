@@ -88,6 +88,18 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from statecore.spec.request_lifecycle import (
+    CLOSED_OWNER_REJECTS,
+    GAUGES,
+    LATE_FAIL_OPEN,
+    NO_LEAK,
+    RECORD_FAIL_OPEN,
+    RELEASES_RECORDER,
+    REQUESTS_DRAIN,
+    REUSE_ISOLATION,
+    properties,
+)
+
 from statecore import Machine
 from statecore.registry import Target
 from statecore.system import Action, Component, Handle, Keys, System, Tx
@@ -360,8 +372,6 @@ BOUNDS = RequestLifecycleConfig()
 
 def build(config: RequestLifecycleConfig = BOUNDS, behaviour: Behaviour = REFERENCE) -> System:
     """The request-lifecycle system for `config` and `behaviour`, with the spec's properties."""
-    from statecore.spec.request_lifecycle import properties
-
     ext = Keys("ext", config.ids, symmetric=False)
     ids = ext.values
     segments = range(config.segments)
@@ -515,37 +525,37 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "request_lifecycle_sync_abort",
-        f"{_RL}:variant_sync_abort",
-        "violates:closed_owner_rejects,removal_releases_recorder,gauges_republished",
+        variant_sync_abort,
+        violates=(CLOSED_OWNER_REJECTS, RELEASES_RECORDER, GAUGES),
         doc="seed 004 point 1: Omni.abort pops the state; a retained recorder still accepts "
         "and the gauges still count the request",
         family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_telemetry_raises",
-        f"{_RL}:variant_telemetry_raises",
-        "violates:record_fail_open",
+        variant_telemetry_raises,
+        violates=(RECORD_FAIL_OPEN,),
         doc="seed 004 point 3: record() raises on NaN or negative elapsed; the request fails",
         family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_unguarded_release",
-        f"{_RL}:variant_unguarded_release",
-        "violates:no_leak_after_cleanup,requests_drain",
+        variant_unguarded_release,
+        violates=(NO_LEAK, REQUESTS_DRAIN),
         doc="seed 004 bot P1: AttributeError on a duck-typed state skips pop and gauges",
         family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_late_start_raises",
-        f"{_RL}:variant_late_start_raises",
-        "violates:late_observation_fail_open",
+        variant_late_start_raises,
+        violates=(LATE_FAIL_OPEN,),
         doc="seed 004 point 2: a late older-segment observation raises via start_segment",
         family="request_lifecycle",
     ),
     Target(
         "request_lifecycle_reuse_joins",
-        f"{_RL}:variant_reuse_joins",
-        "violates:reuse_isolation",
+        variant_reuse_joins,
+        violates=(REUSE_ISOLATION,),
         doc="seed 004 revision 3: an old handle or envelope attaches to the reused id",
         family="request_lifecycle",
     ),

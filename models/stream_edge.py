@@ -62,7 +62,13 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, NamedTuple, cast
 
-from statecore.spec.stream_edge import DROPPED, OBSERVATION, RECORDED, properties
+from statecore.spec.stream_edge import (
+    DROPPED,
+    OBSERVATION,
+    RECORDED,
+    TELEMETRY_NEVER_ADVANCES,
+    properties,
+)
 
 from statecore import Event, Field, Machine, Output, State, Transition, Var, out
 from statecore.registry import Target
@@ -540,8 +546,8 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "stream_edge_start_per_message",
-        f"{_SE}:variant_start_per_message",
-        "violates:telemetry_never_advances",
+        variant_start_per_message,
+        violates=(TELEMETRY_NEVER_ADVANCES,),
         doc="seed 004 point 2: arriving telemetry advances segments via start_segment(key)",
         family="stream_edge",
     ),
