@@ -385,20 +385,21 @@ def build(config: RequestLifecycleConfig = BOUNDS, behaviour: Behaviour = REFERE
         "elapsed": config.elapsed,
     }
 
-    def instances_of(machine: Machine, keys: Keys | Sequence[Hashable], name: str) -> Component:
+    def component(name: str, machine: Machine, keys: Keys | Sequence[Hashable]) -> Component:
+        """A component with `config`'s instances per key (a reused id is a new generation)."""
         return Component(name, machine, keys, max_generations=config.generations)
 
     return System(
         config.name,
         doc=__doc__ or "",
         components=[
-            instances_of(request_machine(), ext, "request"),
-            instances_of(recorder_machine(), ext, "recorder"),
-            instances_of(behaviour.edge(), [(x, e) for x in ids for e in config.edges], "edge"),
-            instances_of(
+            component("request", request_machine(), ext),
+            component("recorder", recorder_machine(), ext),
+            component("edge", behaviour.edge(), [(x, e) for x in ids for e in config.edges]),
+            component(
+                "segment",
                 behaviour.segment(config.events),
                 [(x, e, s) for x in ids for e in config.edges for s in segments],
-                "segment",
             ),
         ],
         globals=Shared,
