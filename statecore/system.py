@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from .definition import Snapshot, check_identifier
 from .errors import ActionError, SystemDefinitionError
@@ -49,6 +49,10 @@ from .system_parts import (
     SystemStep,
     TakenTransition,
 )
+
+if TYPE_CHECKING:  # `statecore.properties` reads states through `StateView`, from here
+    from .properties import Property
+
 from .transaction import Disabled, G, Tx, TxRecord, _Disabled
 
 __all__ = [
@@ -92,7 +96,7 @@ class System:
     actions: tuple[Action, ...]
     globals: tuple[Global, ...] = ()
     init: Callable[[Tx[Any]], None] | None = None
-    properties: tuple[Any, ...] = ()
+    properties: tuple[Property, ...] = ()
     doc: str = ""
     equivalent_mutants: Mapping[str, str] = field(default_factory=dict)
     record: type | None = None  # the globals record type, when declared as one
@@ -113,7 +117,7 @@ class System:
         actions: Iterable[Action],
         globals: Iterable[Global] | type = (),
         init: Callable[[Tx[Any]], None] | None = None,
-        properties: Iterable[Any] = (),
+        properties: Iterable[Property] = (),
         doc: str = "",
         equivalent_mutants: Mapping[str, str] | None = None,
     ) -> None:
