@@ -36,7 +36,7 @@ class Global:
 
 
 class _Reads(Protocol):
-    def _value(self, index: int) -> Any: ...
+    def value_at(self, index: int) -> Any: ...
 
 
 def record_globals(record: type, where: str) -> tuple[Global, ...]:
@@ -76,7 +76,7 @@ def _field_docs(record: type) -> dict[str, str]:
 
 
 def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads], Any]:
-    """A class whose instance reads the record's fields through ``source._value(i)``.
+    """A class whose instance reads the record's fields through ``source.value_at(i)``.
 
     It stands in for the record type (so ``tx.g.queue`` type-checks as the
     field's type) while each attribute read goes through the transaction's
@@ -84,7 +84,7 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
     """
 
     def field_reader(index: int) -> property:
-        return property(lambda self: self._source._value(index))
+        return property(lambda self: self._source.value_at(index))
 
     def setattr_(self: object, name: str, value: object) -> None:
         raise AttributeError(

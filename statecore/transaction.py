@@ -125,6 +125,10 @@ class Tx(Generic[G]):
         self._log.append((~index, value))
         return value
 
+    # Global `index`, read and logged: what each field of ``tx.g`` reads
+    # (`statecore.records.reader`). The same function as `_value`, not a call to it.
+    value_at = _value
+
     def _write_slot(self, index: int, slot: Slot) -> None:
         if type(self._slots) is tuple:
             self._slots = list(self._slots)
