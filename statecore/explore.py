@@ -28,154 +28,69 @@ that raises, an action that is not deterministic - stops the search with a
 
 from __future__ import annotations
 
-import builtins
 import gc
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+from .counterexample import Node, action_error, property_error, rebuild
 from .errors import (
-    ActionError,
     ActionRaisedError,
     ModelError,
-    NondeterministicActionError,
-    PropertyRaisedError,
 )
-from .properties import (
-    EMPTY_MONITOR,
-    MonitorState,
-    MonitorViolation,
-    Property,
-    advance_monitor,
-    pending_hot,
+from .judge import (
+    HOLDS,
+    INVARIANT_FALSE,
+    REACHED,
+    UNKNOWN,
+    VACUOUS,
+    VIOLATED,
+    advance_monitors,
+    at_rest,
+    eventually_false,
+    hot_monitor,
+    judge_path,
+    rest_place,
+    vacuity,
 )
+from .properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
+from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
 from .stepcache import ActionFault, SuccessorCache
-from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
+from .symmetry import Canonicalizer, Renaming, renamings
 from .symmetry_guard import Asymmetry, SymmetryGuard
 from .system import (
     ActionLabel,
     Emitted,
     StateView,
     System,
-    SystemState,
     SystemStep,
     TakenTransition,
 )
-from .trace import Trace, TraceStep
+from .trace import Trace
 
-HOLDS = "holds"
-VIOLATED = "violated"
-VACUOUS = "vacuous"
-UNKNOWN = "unknown"  # the search stopped before it could decide
+__all__ = [
+    "HOLDS",
+    "STOPS",
+    "UNKNOWN",
+    "VACUOUS",
+    "VIOLATED",
+    "Coverage",
+    "ExplorationInterrupted",
+    "Progress",
+    "PropertyResult",
+    "Report",
+    "explore",
+    "reachable",
+    "resident_memory",
+]
 
-Node = tuple[Any, ...]  # (SystemState, monitor state per monitor property...)
 
 _MONITOR_CACHE = 1 << 16  # monitor steps remembered at most
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
-
-# Why a search stopped before it finished (`Report.stop`), in words.
-STOPS = {
-    "violation": "the search stopped at the first violation",
-    "max_states": "the search hit its state bound",
-    "max_memory": "the search hit its memory bound",
-    "interrupted": "the search was interrupted",
-}
-
-
-@dataclass(frozen=True)
-class PropertyResult:
-    """The verdict on one property, with a trace for violations and witnesses."""
-
-    property: Property
-    verdict: str
-    trace: Trace | None = None
-    detail: str = ""
-
-    @builtins.property
-    def ok(self) -> bool:
-        """Whether this verdict lets a check pass."""
-        return self.verdict == HOLDS
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """Which transitions of one component's machine exploration took."""
-
-    component: str
-    machine: str
-    taken: dict[str, int]
-    never: tuple[str, ...]
-
-    @property
-    def total(self) -> int:
-        """The number of transitions the machine declares."""
-        return len(self.taken) + len(self.never)
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A progress sample, for a progress line on a terminal."""
-
-    states: int
-    transitions: int
-    depth: int
-    queue: int
-    seconds: float
-
-    @property
-    def rate(self) -> float:
-        """Distinct states per second so far."""
-        return self.states / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Report:
-    """The result of one exploration."""
-
-    system: System
-    results: tuple[PropertyResult, ...]
-    states: int
-    transitions: int
-    depth: int
-    seconds: float
-    complete: bool
-    symmetry: bool
-    coverage: tuple[Coverage, ...] = field(default=())
-    stop: str = ""  # why the search stopped early (a key of `STOPS`), "" if it finished
-    notes: tuple[str, ...] = ()  # what the user must know to read the verdicts
-
-    @property
-    def ok(self) -> bool:
-        """True when the search finished and every property holds."""
-        return self.complete and all(r.ok for r in self.results)
-
-    @property
-    def rate(self) -> float:
-        """Distinct states per second."""
-        return self.states / self.seconds if self.seconds > 0 else float(self.states)
-
-    def result(self, property_id: str) -> PropertyResult:
-        """The result for `property_id`."""
-        for r in self.results:
-            if r.property.id == property_id:
-                return r
-        raise KeyError(f"no property {property_id!r} in report of {self.system.name!r}")
-
-    def violations(self) -> tuple[PropertyResult, ...]:
-        """Results that are not `holds`."""
-        return tuple(r for r in self.results if not r.ok)
-
-
-class ExplorationInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped `explore`; `report` is what was decided so far (stop ``interrupted``)."""
-
-    def __init__(self, report: Report) -> None:
-        super().__init__("the search was interrupted")
-        self.report = report
 
 
 def explore(
@@ -343,10 +258,7 @@ class _Explorer:
             steps = self.successors(node[0])
         except ActionFault as fault:
             raise self._fault(node, fault) from fault.cause
-        state = node[0]
-        # At rest: no internal action can change anything. An internal action
-        # that only stutters (same state, no output) is a livelock, not progress.
-        if not any([s.internal and (s.outputs or s.state != state) for s in steps]):
+        if at_rest(node[0], steps):
             self._check_quiescent(node, deadlock=not steps)
         self.transitions += len(steps)
         parents = self.parents
@@ -460,17 +372,7 @@ class _Explorer:
         past a monitor violation: the system state is reachable all the same,
         and the other properties must still be judged there.
         """
-        states: list[MonitorState] = []
-        refusals: list[tuple[Property, str]] = []
-        for prop, state in zip(self.monitors, monitors):
-            try:
-                states.append(advance_monitor(prop, state, outputs))
-            except MonitorViolation as exc:
-                refusals.append((prop, str(exc)))
-                states.append(state)
-            except Exception as exc:
-                raise _PropertyFault(prop, "its router", exc) from exc
-        return tuple(states), refusals
+        return advance_monitors(self.monitors, monitors, outputs, _router_fault)
 
     # -- judging ---------------------------------------------------------------
 
@@ -497,10 +399,10 @@ class _Explorer:
                         continue
                     self.when_seen.add(prop.id)
                 if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
-                    self._violate(prop, node, None, "the invariant is false in the last state")
+                    self._violate(prop, node, None, INVARIANT_FALSE)
             elif self._holds(prop, "its predicate", prop.predicate, node, view, images):
-                trace = self._trace(node, None, prop, "witness", "reached")
-                self._settle(PropertyResult(prop, HOLDS, trace, "reached"))
+                trace = self._trace(node, None, prop, "witness", REACHED)
+                self._settle(PropertyResult(prop, HOLDS, trace, REACHED))
 
     def _holds(
         self,
@@ -533,14 +435,14 @@ class _Explorer:
         self.quiescent_seen = True
         view = self.system.view(node[0])
         images = self.guard.images(node) if self.guard is not None else ()
-        where = "deadlock" if deadlock else "quiescent state"
+        where = rest_place(deadlock)
         for prop in self.props:
             if prop.id in self.results:
                 continue
             if prop.kind == "eventually":
                 assert prop.predicate is not None
                 if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
-                    self._violate(prop, node, None, f"false at a {where}")
+                    self._violate(prop, node, None, eventually_false(where))
             elif prop.kind == "monitor":
                 index = 1 + self.monitors.index(prop)
                 pending = pending_hot(prop, node[index])
@@ -552,13 +454,7 @@ class _Explorer:
                         images,
                     )
                 if pending:
-                    key, state = sorted(pending, key=repr)[0]
-                    self._violate(
-                        prop,
-                        node,
-                        None,
-                        f"monitor for {key!r} left in hot state {state!r} at a {where}",
-                    )
+                    self._violate(prop, node, None, hot_monitor(prop, node[index], where))
 
     def _violate(self, prop: Property, node: Node, action: ActionLabel | None, detail: str) -> None:
         if prop.id in self.results:
@@ -570,32 +466,17 @@ class _Explorer:
 
     def _fault(self, node: Node, fault: ActionFault) -> ModelError:
         """The `ModelError` for an action that raised or is not deterministic at `node`."""
-        kind = ActionRaisedError if fault.cause is not None else NondeterministicActionError
-        trace = self._path(node)
-        return kind(
-            f"system {self.system.name!r}: action {fault.label} {fault.problem}; "
-            f"the state is the last of this trace:\n{_indented(trace.table(self.system))}",
-            trace,
-        )
+        return action_error(self.system, fault, self._path(node))
 
     def _property_error(
         self, fault: _PropertyFault, node: Node, last: ActionLabel | None
     ) -> ModelError:
-        trace = self._path(node)
-        where = "in the last state of this trace"
-        if last is not None:
-            where = f"on the outputs of {last}, taken from the last state of this trace"
-        return PropertyRaisedError(
-            f"system {self.system.name!r}: {fault.part} of property {fault.prop.id!r} raised "
-            f"{fault.cause!r} {where}:\n{_indented(trace.table(self.system))}",
-            trace,
-        )
+        what = f"{fault.part} of property {fault.prop.id!r}"
+        return property_error(self.system, what, fault.cause, last, self._path(node))
 
     def _path(self, node: Node) -> Trace:
         """The trace to `node`, for an error message: no property is judged."""
         return self._trace(node, None, None, "", "")
-
-    # -- traces ----------------------------------------------------------------
 
     def _trace(
         self,
@@ -605,70 +486,16 @@ class _Explorer:
         verdict: str,
         detail: str,
     ) -> Trace:
-        """The concrete path to `node` (then `last`), replayed from the initial state.
-
-        Stored parents link canonical representatives; replaying the actions,
-        renamed to fit the concrete state reached so far, rebuilds a real path.
-        """
-        labels: list[ActionLabel] = []
-        cursor: Node | None = node
-        chain: list[Node] = []
-        while cursor is not None:
-            chain.append(cursor)
-            parent = self.parents[cursor]
-            if parent is None:
-                break
-            labels.append(parent[1])
-            cursor = parent[0]
-        chain.reverse()
-        labels.reverse()
-        if last is not None:
-            labels.append(last)
-            chain.append(chain[-1])
-        state: SystemState = next(
-            init
-            for init in self.system.init_states()
-            if self._canon((init, *chain[0][1:])) == chain[0]
+        """The concrete path to `node` (then `last`), with what it shows (`rebuild`)."""
+        steps = rebuild(
+            self.system, self.parents, node, last, self._canon, self.group, self._step_monitors
         )
-        steps = [TraceStep(None, "", state)]
-        # The concrete node, monitor states included: a renaming that maps only
-        # the system state may disagree with the monitors (when the state has
-        # symmetries of its own) and replay a path that does not violate.
-        concrete: Node = (state, *(EMPTY_MONITOR for _ in self.monitors))
-        for rep, label in zip(chain[:-1], labels):
-            renaming = self._renaming_to(rep, concrete, steps)
-            try:
-                step_ = self.system.next_step(state, rename(label, renaming))
-            except ActionError:
-                raise self._unreplayable(steps, label) from None
-            state = step_.state
-            concrete = (state, *self._step_monitors(concrete[1:], step_.outputs)[0])
-            steps.append(TraceStep(step_.action, step_.actor, state, step_.outputs))
         if prop is None:
             return Trace(self.system.name, tuple(steps), "", verdict, detail)
         if prop.kind == "monitor" and verdict == VIOLATED and self.symmetry:
             # The detail was worded on a renamed state; word it on the real path.
-            from .replay import judge
-
-            detail = judge(self.system, prop, steps)[1] or detail
+            detail = judge_path(self.system, prop, steps)[1] or detail
         return Trace(self.system.name, tuple(steps), prop.id, verdict, detail)
-
-    def _renaming_to(self, rep: Node, concrete: Node, steps: list[TraceStep]) -> Renaming:
-        for renaming in self.group:
-            if rename_state(self.system, rep, renaming) == concrete:
-                return renaming
-        raise self._unreplayable(steps[:-1], steps[-1].action)
-
-    def _unreplayable(self, steps: list[TraceStep], label: ActionLabel | None) -> ModelError:
-        """Replaying the search's own path went elsewhere: some action is not deterministic."""
-        trace = Trace(self.system.name, tuple(steps))
-        return NondeterministicActionError(
-            f"system {self.system.name!r}: replaying the search's path, action {label} did "
-            "not do what it did during the search; an action must be a function of what it "
-            "reads through its Tx (no clock, random or state kept outside the model). "
-            f"The path up to it:\n{_indented(trace.table(self.system))}",
-            trace,
-        )
 
     # -- the report ------------------------------------------------------------
 
@@ -696,12 +523,9 @@ class _Explorer:
             # Holding, and vacuity alike, are claims about every reachable
             # state: only a complete search can make them.
             return PropertyResult(prop, UNKNOWN, None, f"undecided: {STOPS[self.stop]}")
-        if prop.kind == "always" and prop.when is not None and prop.id not in self.when_seen:
-            return PropertyResult(prop, VACUOUS, None, "its condition is never true")
-        if prop.kind == "sometimes":
-            return PropertyResult(prop, VACUOUS, None, "no reachable state satisfies it")
-        if prop.kind in ("eventually", "monitor") and not self.quiescent_seen:
-            return PropertyResult(prop, VACUOUS, None, "no quiescent state was reached")
+        vacuous = vacuity(prop, prop.id in self.when_seen, self.quiescent_seen)
+        if vacuous:
+            return PropertyResult(prop, VACUOUS, None, vacuous)
         return PropertyResult(prop, HOLDS, None, "")
 
     def _coverage(self) -> tuple[Coverage, ...]:
@@ -742,8 +566,8 @@ class _PropertyFault(Exception):
         self.cause = cause
 
 
-def _indented(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
+def _router_fault(prop: Property, cause: Exception) -> _PropertyFault:
+    return _PropertyFault(prop, "its router", cause)
 
 
 def resident_memory() -> int:

@@ -37,14 +37,16 @@ from hypothesis.errors import StopTest
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from .adapter import Adapter, AppliedStep
-from .properties import (
-    EMPTY_MONITOR,
-    MonitorState,
-    MonitorViolation,
-    Property,
-    advance_monitor,
-    pending_hot,
+from .judge import (
+    AFTER_DRAINING,
+    INVARIANT_FALSE,
+    advance_monitors,
+    always_false,
+    eventually_false,
+    hot_monitor,
+    internal_moves,
 )
+from .properties import EMPTY_MONITOR, MonitorState, Property
 from .stepcache import SuccessorCache
 from .system import ActionLabel, System, SystemState, SystemStep
 from .trace import Trace, TraceStep
@@ -227,7 +229,7 @@ def state_machine(
         def take(self, step_: SystemStep) -> None:
             before = self.state
             self.state = step_.state
-            self.steps.append(TraceStep(step_.action, step_.actor, step_.state, step_.outputs))
+            self.steps.append(TraceStep.of(step_))
             record.steps[record.phase] += 1
             counts = record.taken[record.phase]
             for taken in step_.taken:
@@ -246,14 +248,10 @@ def state_machine(
             self._check_always()
 
         def _advance_monitors(self, step_: SystemStep) -> None:
-            states: list[MonitorState] = []
-            for prop, current in zip(monitors, self.monitor_states):
-                try:
-                    states.append(advance_monitor(prop, current, step_.outputs))
-                except MonitorViolation as exc:
-                    self._violation(prop, str(exc))
-                    states.append(current)
-            self.monitor_states = tuple(states)
+            after, refusals = advance_monitors(monitors, self.monitor_states, step_.outputs)
+            self.monitor_states = after
+            for prop, detail in refusals:
+                self._violation(prop, detail)
 
         def _check_conformance(self) -> None:
             observed = self.adapter.observe()
@@ -264,11 +262,8 @@ def state_machine(
         def _check_always(self) -> None:
             view = system.view(self.state)
             for prop in always_props:
-                assert prop.predicate is not None
-                if prop.when is not None and not prop.when(view):
-                    continue
-                if not prop.predicate(view):
-                    self._violation(prop, "the invariant is false in the last state")
+                if always_false(prop, view):
+                    self._violation(prop, INVARIANT_FALSE)
 
         def _violation(self, prop: Property, detail: str) -> None:
             if prop.id in self.known:
@@ -351,9 +346,7 @@ def state_machine(
             for _ in range(DRAIN_LIMIT):
                 # As the explorer has it: an internal action that only stutters
                 # (same state, no output) is no progress, and the run is at rest.
-                internal = [
-                    s for s in self.enabled() if s.internal and (s.outputs or s.state != self.state)
-                ]
+                internal = internal_moves(self.state, self.enabled())
                 if not internal:
                     return
                 self.take(internal[0])
@@ -368,12 +361,11 @@ def state_machine(
             for prop in eventually_props:
                 assert prop.predicate is not None
                 if not prop.predicate(view):
-                    self._violation(prop, "false at the quiescent state after draining")
+                    self._violation(prop, eventually_false(AFTER_DRAINING))
             for prop, current in zip(monitors, self.monitor_states):
-                pending = pending_hot(prop, current)
-                if pending:
-                    key, hot = sorted(pending, key=repr)[0]
-                    self._violation(prop, f"monitor for {key!r} left in hot state {hot!r}")
+                detail = hot_monitor(prop, current)
+                if detail:
+                    self._violation(prop, detail)
 
     Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
     return Fuzz

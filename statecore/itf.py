@@ -63,27 +63,50 @@ its header are looked up among the bundled targets and adapters only (see
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
-import re
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple, TypeAlias
+from typing import BinaryIO, TypeAlias
 
-from .definition import Machine, Output, Snapshot
-from .errors import ActionError, StatecoreError
-from .system import ActionLabel, Handle, ModelValue, Slot, System, SystemState
+from .definition import Machine, Output
+from .itf_json import Document, Members
+from .itf_values import (
+    _REGENERATE,
+    MAX_DEPTH,
+    MAX_DIGITS,
+    Json,
+    TraceFileError,
+    Unserializable,
+    _brief,
+    _check_value,
+    _decode,
+    _DecodeError,
+    _flatten,
+    _kind,
+    _machines,
+    decode_value,
+    encode_value,
+    same_state,
+    state_diff,
+    variable_names,
+)
+from .system import ActionLabel, Handle, Slot, System, SystemState
 from .trace import Trace, TraceStep
+from .verify import Verifier, verify_trace
 
 __all__ = [
     "FORMAT_DESCRIPTION",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
     "Json",
+    "PathLike",
     "TraceFileError",
     "Unserializable",
     "decode_value",
     "encode_value",
     "itf_text",
+    "read_header",
     "read_itf",
     "same_state",
     "state_diff",
@@ -95,373 +118,10 @@ __all__ = [
     "write_itf",
 ]
 
+
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
-
-Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
 PathLike: TypeAlias = str | os.PathLike[str]
-
-_BIGINT = re.compile(r"-?[0-9]+")
 _TOP_LEVEL = frozenset({"#meta", "params", "vars", "states", "loop"})
-_SPECIAL = frozenset({"#bigint", "#tup", "#set", "#map", "#unserializable"})
-# A file is data from anywhere: bound what reading it may cost. Python itself
-# refuses to convert integers of more than 4,300 digits; statecore values nest
-# about ten JSON levels deep, so a hundred leaves room for any model.
-MAX_DIGITS = 4300
-MAX_DEPTH = 100
-# A file is read in chunks of this many bytes; what was parsed is dropped.
-_CHUNK = 1 << 20
-
-
-class TraceFileError(StatecoreError):
-    """A trace file (or an in-memory trace) that does not fit the model.
-
-    The message names the file, the step (the index into ``"states"``; 0 is
-    the initial state) and the problem, so that a stale counterexample in a
-    bug report says exactly where it stopped matching. `path`, `step` and
-    `problem` are kept as attributes for tools.
-    """
-
-    def __init__(self, path: str | None, step: int | None, problem: str) -> None:
-        self.path = path
-        self.step = step
-        self.problem = problem
-        where = path if path is not None else "trace"
-        if step is not None:
-            where += f": step {step}"
-        super().__init__(f"{where}: {problem}")
-
-
-class Unserializable(NamedTuple):
-    """A value the file could only record as ``{"#unserializable": text}``.
-
-    Reading without verification (``read_itf(..., verify=False)``) leaves it
-    in the state; verification replaces it with the model's value whose
-    ``repr`` is `text`.
-    """
-
-    text: str
-
-    def __repr__(self) -> str:
-        return f"<unserializable {self.text}>"
-
-
-class _DecodeError(Exception):
-    """A value that is not a statecore value; `where` is its path inside the variable."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(problem)
-        self.where = where
-        self.problem = problem
-
-
-# -- variables -------------------------------------------------------------------
-
-
-def variable_names(system: System) -> tuple[str, ...]:
-    """The ITF variables of `system`: ``component[key]`` per slot, then the globals.
-
-    Raises `TraceFileError` if two keys of a component print the same (``1``
-    and ``"1"``), because the file could not tell their slots apart.
-    """
-    names = [f"{component}[{key}]" for component, key in system.slot_keys()]
-    names.extend(g.name for g in system.globals)
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise TraceFileError(
-            None, None, f"system {system.name!r}: two slots are both named {dup!r} in ITF"
-        )
-    return tuple(names)
-
-
-def _flatten(state: SystemState) -> tuple[Hashable, ...]:
-    return (*state.slots, *state.values)
-
-
-# -- values ------------------------------------------------------------------------
-
-
-def _variant(tag: str, value: Json) -> Json:
-    return {"tag": tag, "value": value}
-
-
-def _bigint(value: int) -> Json:
-    return {"#bigint": str(value)}
-
-
-def _set_order(item: Json) -> str:
-    return json.dumps(item, sort_keys=True, ensure_ascii=False)
-
-
-def encode_value(value: object) -> Json:
-    """`value` as an ITF value (see the module docstring for the encoding).
-
-    Types are matched exactly (``type(x) is int``), so an `IntEnum` or a
-    tuple subclass the encoding does not know becomes ``#unserializable``
-    rather than silently turning into something that reads back different.
-    """
-    kind = type(value)
-    if value is None:
-        return _variant("None", {})
-    if kind is bool or kind is str:
-        return value  # type: ignore[return-value]
-    if kind is int:
-        assert isinstance(value, int)
-        return _bigint(value)
-    if kind is float:
-        return _variant("Float", repr(value))
-    if kind is tuple:
-        assert isinstance(value, tuple)
-        return [encode_value(item) for item in value]
-    if kind is frozenset:
-        assert isinstance(value, frozenset)
-        return {"#set": sorted((encode_value(item) for item in value), key=_set_order)}
-    if kind is ModelValue:
-        assert isinstance(value, ModelValue)
-        return _variant("ModelValue", {"group": value.group, "index": _bigint(value[1])})
-    if kind is Handle:
-        assert isinstance(value, Handle)
-        return _variant(
-            "Handle",
-            {
-                "component": value.component,
-                "key": encode_value(value.key),
-                "generation": _bigint(value.generation),
-            },
-        )
-    if kind is Slot:
-        assert isinstance(value, Slot)
-        return _variant(
-            "Slot",
-            {"generation": _bigint(value.generation), "snapshot": encode_value(value.snapshot)},
-        )
-    if isinstance(value, Snapshot):
-        variables: dict[str, Json] = {k: encode_value(v) for k, v in value.values().items()}
-        return _variant(
-            "Snapshot",
-            {"machine": value._machine_name, "state": value.state, "vars": variables},
-        )
-    if kind is Output:
-        assert isinstance(value, Output)
-        return _variant("Output", {"name": value.name, "fields": encode_value(value.fields)})
-    if kind is Unserializable:
-        assert isinstance(value, Unserializable)
-        return {"#unserializable": value.text}
-    return {"#unserializable": repr(value)}
-
-
-def _machines(system: System) -> dict[str, Machine]:
-    """Every machine a snapshot in a trace of `system` can belong to, by name."""
-    found: dict[str, Machine] = {}
-    for comp in system.components:
-        found.setdefault(comp.machine.name, comp.machine)
-    for prop in system.properties:
-        machine = getattr(prop, "machine", None)
-        if isinstance(machine, Machine):
-            found.setdefault(machine.name, machine)
-    return found
-
-
-def decode_value(obj: Json, machines: Mapping[str, Machine], where: str = "") -> Hashable:
-    """The statecore value `obj` encodes; the inverse of `encode_value`.
-
-    `machines` maps machine names to the machines whose snapshots may occur
-    (a `Snapshot` is rebuilt as an instance of its machine's own class).
-    Raises `TraceFileError` (without a file or step: the caller adds them)
-    when `obj` is not a value `encode_value` could have written.
-    """
-    problem = _check_value(obj, where)
-    try:
-        if problem is not None:
-            raise _DecodeError("", problem)
-        return _decode(obj, machines, where)
-    except _DecodeError as exc:
-        at = f"at {exc.where}: " if exc.where else ""
-        raise TraceFileError(None, None, at + exc.problem) from None
-
-
-def _brief(obj: object) -> str:
-    """`obj` for an error message: short, whatever the file put there."""
-    if isinstance(obj, (dict, list)):
-        return _kind(obj)
-    try:
-        text = repr(obj)
-    except ValueError:  # an integer too long to print
-        text = f"a {type(obj).__name__}"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _digits_problem(text: str) -> str | None:
-    """Why the integer written as `text` is refused, or None."""
-    digits = len(text) - text.startswith("-")
-    if digits <= MAX_DIGITS:
-        return None
-    return (
-        f"an integer of {digits:,} digits; statecore reads at most {MAX_DIGITS:,} "
-        "(no model value is that large: the file is corrupt or not a statecore trace)"
-    )
-
-
-def _record(obj: Json, fields: Sequence[str], where: str, what: str) -> dict[str, Json]:
-    if not isinstance(obj, dict) or set(obj) != set(fields):
-        raise _DecodeError(where, f"a {what} needs exactly the fields {list(fields)}")
-    return obj
-
-
-def _text(obj: Json, where: str, what: str) -> str:
-    if not isinstance(obj, str):
-        raise _DecodeError(where, f"{what} must be a string, not {_brief(obj)}")
-    return obj
-
-
-def _int(obj: Json, machines: Mapping[str, Machine], where: str, what: str) -> int:
-    value = _decode(obj, machines, where)
-    if type(value) is not int:
-        raise _DecodeError(where, f"{what} must be an integer, not {value!r}")
-    return value
-
-
-def _decode(obj: Json, machines: Mapping[str, Machine], where: str) -> Hashable:
-    if isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, int):  # ITF before 2023 wrote small integers as JSON numbers
-        return obj
-    if isinstance(obj, list):
-        return tuple(_decode(item, machines, f"{where}[{i}]") for i, item in enumerate(obj))
-    if isinstance(obj, dict):
-        special = _SPECIAL.intersection(obj)
-        if special:
-            return _decode_special(obj, special, machines, where)
-        if set(obj) == {"tag", "value"}:
-            return _decode_variant(obj["tag"], obj["value"], machines, where)
-        raise _DecodeError(
-            where, "a record is not a statecore value (statecore types are written as variants)"
-        )
-    if obj is None:
-        raise _DecodeError(where, "null is not an ITF value")
-    raise _DecodeError(where, f"the JSON number {obj!r} is not an ITF value")
-
-
-def _decode_special(
-    obj: dict[str, Json], special: frozenset[str], machines: Mapping[str, Machine], where: str
-) -> Hashable:
-    if len(obj) != 1:
-        raise _DecodeError(where, f"{sorted(special)[0]!r} must be the only field of its object")
-    key, inner = next(iter(obj.items()))
-    if key == "#bigint":
-        if not isinstance(inner, str) or not _BIGINT.fullmatch(inner):
-            raise _DecodeError(where, f"#bigint needs a string of digits, not {_brief(inner)}")
-        problem = _digits_problem(inner)
-        if problem is not None:
-            raise _DecodeError(where, problem)
-        try:
-            return int(inner)
-        except ValueError as exc:  # a lower limit set with sys.set_int_max_str_digits
-            raise _DecodeError(where, str(exc)) from None
-    if key == "#unserializable":
-        return Unserializable(_text(inner, where, "#unserializable"))
-    if not isinstance(inner, list):
-        raise _DecodeError(where, f"{key} needs a JSON list")
-    items = [_decode(item, machines, f"{where}[{i}]") for i, item in enumerate(inner)]
-    if key == "#tup":
-        return tuple(items)
-    if key == "#set":
-        return frozenset(items)
-    raise _DecodeError(where, "#map is not a statecore value (states hold no mappings)")
-
-
-def _decode_variant(
-    tag: Json, value: Json, machines: Mapping[str, Machine], where: str
-) -> Hashable:
-    inner = f"{where}.value"
-    if tag == "None":
-        if value != {}:
-            raise _DecodeError(where, "the None variant has the value {}")
-        return None
-    if tag == "Float":
-        text = _text(value, inner, "a Float")
-        try:
-            return float(text)
-        except ValueError:
-            raise _DecodeError(where, f"{text!r} is not a float") from None
-    if tag == "ModelValue":
-        rec = _record(value, ("group", "index"), inner, "ModelValue")
-        return ModelValue(
-            _text(rec["group"], f"{inner}.group", "group"),
-            _int(rec["index"], machines, f"{inner}.index", "index"),
-        )
-    if tag == "Handle":
-        rec = _record(value, ("component", "key", "generation"), inner, "Handle")
-        return Handle(
-            _text(rec["component"], f"{inner}.component", "component"),
-            _decode(rec["key"], machines, f"{inner}.key"),
-            _int(rec["generation"], machines, f"{inner}.generation", "generation"),
-        )
-    if tag == "Slot":
-        rec = _record(value, ("generation", "snapshot"), inner, "Slot")
-        snapshot = _decode(rec["snapshot"], machines, f"{inner}.snapshot")
-        if snapshot is not None and not isinstance(snapshot, Snapshot):
-            raise _DecodeError(f"{inner}.snapshot", "a slot holds a Snapshot or None")
-        return Slot(
-            _int(rec["generation"], machines, f"{inner}.generation", "generation"), snapshot
-        )
-    if tag == "Snapshot":
-        return _decode_snapshot(value, machines, inner)
-    if tag == "Output":
-        rec = _record(value, ("name", "fields"), inner, "Output")
-        fields = _decode(rec["fields"], machines, f"{inner}.fields")
-        if not isinstance(fields, tuple) or not all(
-            isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) for f in fields
-        ):
-            raise _DecodeError(f"{inner}.fields", "Output fields are [name, value] pairs")
-        return Output(_text(rec["name"], f"{inner}.name", "name"), fields)
-    raise _DecodeError(where, f"unknown variant tag {_brief(tag)}")
-
-
-def _decode_snapshot(value: Json, machines: Mapping[str, Machine], where: str) -> Snapshot:
-    rec = _record(value, ("machine", "state", "vars"), where, "Snapshot")
-    name = _text(rec["machine"], f"{where}.machine", "machine")
-    machine = machines.get(name)
-    if machine is None:
-        raise _DecodeError(
-            f"{where}.machine", f"the model has no machine {name!r}; it has {sorted(machines)}"
-        )
-    state = _text(rec["state"], f"{where}.state", "state")
-    if state not in machine.state_index:
-        raise _DecodeError(
-            f"{where}.state",
-            f"machine {name!r} has no state {state!r}; states are "
-            f"{[s.name for s in machine.states]}",
-        )
-    raw = rec["vars"]
-    expected = [v.name for v in machine.variables]
-    if not isinstance(raw, dict) or set(raw) != set(expected):
-        got = sorted(raw) if isinstance(raw, dict) else raw
-        raise _DecodeError(
-            f"{where}.vars", f"machine {name!r} has the variables {expected}, the file {got}"
-        )
-    values = {k: _decode(raw[k], machines, f"{where}.vars.{k}") for k in expected}
-    return machine.snapshot(state, **values)
-
-
-# -- comparing states ------------------------------------------------------------
-
-
-def same_state(a: SystemState, b: SystemState) -> bool:
-    """Whether `a` and `b` encode alike: equal, with types, NaNs and ``-0.0`` exact.
-
-    Plain ``==`` would take ``True`` for ``1`` and lose a NaN; comparing
-    encodings is what "the file records this state" means.
-    """
-    return a is b or encode_value(_flatten(a)) == encode_value(_flatten(b))
-
-
-def state_diff(system: System, recorded: SystemState, actual: SystemState) -> str:
-    """The first variable where `recorded` and `actual` differ, for an error message."""
-    names = variable_names(system)
-    for name, was, now in zip(names, _flatten(recorded), _flatten(actual)):
-        if encode_value(was) != encode_value(now):
-            return f"{name} is recorded as {was!r} but the model gives {now!r}"
-    return "the states have different shapes"
 
 
 # -- writing -----------------------------------------------------------------------
@@ -592,20 +252,6 @@ def _members(obj: Mapping[str, Json], indent: str) -> list[str]:
 _HEADER_TEXT = ("format", "source", "target", "adapter", "property", "verdict", "detail")
 _VERDICTS = ("violated", "witness")
 _LASSO = "lasso traces ('loop') are not supported: statecore replays finite traces"
-_REGENERATE = "the file is corrupt or not a statecore trace: regenerate it"
-
-
-def _kind(obj: object) -> str:
-    """What JSON value `obj` is, for a message."""
-    if isinstance(obj, dict):
-        return "a JSON object"
-    if isinstance(obj, list):
-        return "a JSON list"
-    if isinstance(obj, str):
-        return "a JSON string"
-    if isinstance(obj, bool) or obj is None:
-        return f"JSON {json.dumps(obj)}"
-    return "a JSON number"
 
 
 def _too_deep(obj: object, limit: int = MAX_DEPTH) -> bool:
@@ -624,76 +270,6 @@ def _too_deep(obj: object, limit: int = MAX_DEPTH) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
-
-
-_Problem: TypeAlias = tuple[list[str], str]  # the path to the culprit (innermost first), what
-
-
-def _check_value(obj: Json, where: str) -> str | None:
-    """The first problem with `obj` as an ITF value (at `where`), or None.
-
-    Bounded: more than `MAX_DEPTH` levels of nesting or an integer of more
-    than `MAX_DIGITS` digits is a problem, so decoding a checked value
-    cannot exhaust the stack or stall in a conversion. The path to the
-    culprit is only spelled out when there is one.
-    """
-    found = _value_problem(obj, 1)
-    if found is None:
-        return None
-    path, problem = found
-    at = where + "".join(reversed(path))
-    return f"{at if len(at) <= 60 else at[:57] + '...'}: {problem}"
-
-
-def _value_problem(obj: Json, depth: int) -> _Problem | None:
-    if isinstance(obj, (bool, str, int)):
-        return None
-    if isinstance(obj, (list, dict)) and depth > MAX_DEPTH:
-        return [], f"values nest more than {MAX_DEPTH} levels deep ({_REGENERATE})"
-    if isinstance(obj, list):
-        for i, item in enumerate(obj):
-            found = _value_problem(item, depth + 1)
-            if found is not None:
-                found[0].append(f"[{i}]")
-                return found
-        return None
-    if isinstance(obj, dict):
-        special = _SPECIAL.intersection(obj)
-        if special:
-            return _special_problem(obj, sorted(special)[0], depth)
-        for name, item in obj.items():
-            if name.startswith("#"):
-                return [], f"unknown special field {name!r}"
-            found = _value_problem(item, depth + 1)
-            if found is not None:
-                found[0].append(f".{name}")
-                return found
-        return None
-    if obj is None:
-        return [], "null is not an ITF value"
-    return [], f"the JSON number {obj!r} is not an ITF value (write integers as #bigint)"
-
-
-def _special_problem(obj: dict[str, Json], key: str, depth: int) -> _Problem | None:
-    """The first problem with a ``{"#bigint": ...}``-style value, or None."""
-    if len(obj) != 1:
-        return [], f"{key} must be the only field of its object"
-    inner = obj[key]
-    if key == "#bigint":
-        if not isinstance(inner, str) or _BIGINT.fullmatch(inner) is None:
-            return [], "#bigint needs a string of digits"
-        problem = _digits_problem(inner)
-        return None if problem is None else ([], problem)
-    if key == "#unserializable":
-        return None if isinstance(inner, str) else ([], "#unserializable needs text")
-    if not isinstance(inner, list):
-        return [], f"{key} needs a JSON list"
-    if key == "#map" and not all(isinstance(p, list) and len(p) == 2 for p in inner):
-        return [], "#map needs a list of [key, value] pairs"
-    found = _value_problem(inner, depth + 1)
-    if found is not None:
-        found[0].append(f".{key}")
-    return found
 
 
 def _check_header(meta: object, path: str | None) -> dict[str, Json]:
@@ -801,288 +377,6 @@ def validate_itf_shape(obj: object, *, path: str | None = None) -> None:
         _check_state(state, index, names, path)
 
 
-# -- parsing ---------------------------------------------------------------------------
-
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-class _LongInteger(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
-
-
-def _parse_int(text: str) -> int:
-    problem = _digits_problem(text)
-    if problem is not None:
-        raise _LongInteger(problem)
-    return int(text)
-
-
-class _Members:
-    """The top-level members of an ITF object already in memory.
-
-    `fields` holds the members read before the states, `rest` those after
-    them; `states` gives the states in order.
-    """
-
-    def __init__(self, obj: Mapping[str, Json]) -> None:
-        self.fields: dict[str, Json] = dict(obj)
-        self.rest: dict[str, Json] = {}
-        self.streamed = False
-
-    def has_states(self) -> bool:
-        """Whether there is a ``"states"`` list."""
-        return self.streamed or isinstance(self.fields.get("states"), list)
-
-    def states(self) -> Iterator[Json]:
-        """The raw states, in order."""
-        listed = self.fields.get("states")
-        if isinstance(listed, list):
-            yield from listed
-
-
-class _Document(_Members):
-    """An ITF file parsed once, front to back, as far as its reader asks.
-
-    The members before ``"states"`` are parsed by `open`; the states one at
-    a time by `states`, so a reader that stops at a bad state has parsed
-    nothing after it; then the members after them. (A file whose ``"#meta"``
-    or ``"vars"`` follows its states is parsed whole by `open`: statecore
-    never writes one.) Only a window of the text is held - the file is read
-    in chunks and what was parsed is dropped - so a large trace costs the
-    memory of its decoded states, not of its text.
-    """
-
-    def __init__(self, stream: BinaryIO, path: str) -> None:
-        super().__init__({})
-        self.path = path
-        self.decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_int=_parse_int)
-        self.text = ""  # the window: the file's text from character `base` on
-        self.pos = 0
-        self._stream = stream
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
-        self._bytes = 0  # bytes read so far
-        self._eof = False
-        self._lines = 0  # newlines before the window
-        self._column = 0  # characters after the last of them
-        self._states_at = 0
-        self._members: Iterator[tuple[str, int]] = iter(())
-
-    def open(self) -> None:
-        """Parse the members before the states (all of them if the states cannot stream)."""
-        self._members = self._each_member(self._start())
-        for key, pos in self._members:
-            if key == "states" and self._at(pos, "[") and {"#meta", "vars"} <= self.fields.keys():
-                self.streamed, self._states_at = True, pos
-                return
-            self.fields[key], self.pos = self._value(pos, None)
-        self._end()
-
-    def states(self) -> Iterator[Json]:
-        """The states, parsed as they are asked for; then the members after them."""
-        if not self.streamed:
-            yield from super().states()
-            return
-        yield from self._elements(self._states_at)
-        for key, pos in self._members:
-            self.rest[key], self.pos = self._value(pos, None)
-        self._end()
-
-    def header(self) -> Json:
-        """The ``"#meta"`` member (``{}`` if none), reading no further than it takes to reach it."""
-        for key, pos in self._each_member(self._start()):
-            if key == "#meta":
-                return self._value(pos, None)[0]
-            if key == "states" and self._at(pos, "["):
-                for _ in self._elements(pos):
-                    pass
-            else:
-                self.pos = self._value(pos, None)[1]
-        self._end()
-        return {}
-
-    # -- the JSON around the members ----------------------------------------------------
-
-    def _start(self) -> int:
-        pos = self._skip(1 if self._at(0, "\ufeff") else 0)
-        if pos == len(self.text):
-            raise TraceFileError(
-                self.path, None, "the file is empty; an ITF trace is a JSON object"
-            )
-        if not self._at(pos, "{"):
-            try:
-                value = self._value(pos, None)[0]
-            except TraceFileError as exc:
-                problem = f"not JSON ({exc.problem}); an ITF trace is a JSON object"
-                raise TraceFileError(self.path, None, problem) from None
-            raise TraceFileError(
-                self.path,
-                None,
-                f"the file holds {_kind(value)}, not an ITF trace "
-                "(a JSON object with '#meta', 'vars' and 'states')",
-            )
-        return pos + 1
-
-    def _each_member(self, pos: int) -> Iterator[tuple[str, int]]:
-        """Each member's name and where its value starts; the reader sets `pos` past the value."""
-        seen: set[str] = set()
-        pos = self._skip(pos)
-        if self._at(pos, "}"):
-            self.pos = pos + 1
-            return
-        while True:
-            if not self._at(pos, '"'):
-                raise self._bad(pos, None, "expected a member name in double quotes")
-            key, pos = self._value(pos, None)
-            assert isinstance(key, str)
-            if key in seen:
-                raise TraceFileError(self.path, None, f"bad JSON: key {key!r} appears twice")
-            seen.add(key)
-            pos = self._skip(pos)
-            if not self._at(pos, ":"):
-                raise self._bad(pos, None, "expected ':' after a member name")
-            yield key, self._skip(pos + 1)
-            pos = self._skip(self.pos)
-            if self._at(pos, ","):
-                pos = self._skip(pos + 1)
-            elif self._at(pos, "}"):
-                self.pos = pos + 1
-                return
-            else:
-                raise self._bad(pos, None, "expected ',' or '}' after a member")
-
-    def _elements(self, pos: int) -> Iterator[Json]:
-        """The items of the list at `pos`, parsed one by one; `pos` ends past the list."""
-        pos = self._skip(pos + 1)
-        if self._at(pos, "]"):
-            self.pos = pos + 1
-            return
-        index = 0
-        while True:
-            value, pos = self._value(pos, index)
-            yield value
-            index += 1
-            pos = self._skip(self._drop(pos))
-            if self._at(pos, ","):
-                pos = self._skip(pos + 1)
-            elif self._at(pos, "]"):
-                self.pos = pos + 1
-                return
-            else:
-                raise self._bad(pos, index, "expected ',' or ']' after a state")
-
-    def _end(self) -> None:
-        pos = self._skip(self.pos)
-        if pos != len(self.text):
-            raise self._bad(pos, None, "extra data after the trace object")
-
-    def _value(self, pos: int, step: int | None) -> tuple[Json, int]:
-        """The JSON value at `pos` and where it ends, reading on while the window cuts it."""
-        while True:
-            try:
-                value, end = self.decoder.raw_decode(self.text, pos)
-            except json.JSONDecodeError as exc:
-                cut = self._cut(exc)
-                if cut and self._more(len(self.text) - pos):
-                    continue
-                raise self._bad(exc.pos, step, exc.msg, truncated=cut) from None
-            except _DuplicateKey as exc:
-                problem = f"bad JSON: key {exc.args[0]!r} appears twice"
-                raise TraceFileError(self.path, step, problem) from None
-            except _LongInteger as exc:
-                raise TraceFileError(self.path, step, str(exc)) from None
-            except RecursionError:
-                problem = f"values nest too deeply to read: more than {MAX_DEPTH} levels"
-                raise TraceFileError(self.path, step, f"{problem} ({_REGENERATE})") from None
-            # A number the window cuts short parses: it is whole only if something follows.
-            if end < len(self.text) or not self._more(len(self.text) - pos):
-                return value, end
-
-    def _cut(self, error: json.JSONDecodeError) -> bool:
-        """Whether `error` may only be the end of the window cutting a value short.
-
-        A cut value fails within a few characters of the end (``tru``, half
-        a ``\\u`` escape) or as a string left open; an error further back is
-        in the file, and is reported without reading the rest of it.
-        """
-        return error.pos >= len(self.text) - 8 or error.msg.startswith("Unterminated string")
-
-    def _bad(
-        self, pos: int, step: int | None, problem: str, truncated: bool = False
-    ) -> TraceFileError:
-        """A bad-JSON error at `pos`; `truncated` when the file ended inside a value."""
-        before = self.text[:pos]
-        newlines = before.count("\n")
-        line = self._lines + newlines + 1
-        column = pos - before.rfind("\n") if newlines else self._column + pos + 1
-        ends = truncated or pos >= len(self.text)
-        ending = " (the file ends early: is it truncated?)" if ends else ""
-        return TraceFileError(
-            self.path, step, f"bad JSON at line {line}, column {column}: {problem}{ending}"
-        )
-
-    # -- the window ------------------------------------------------------------------------
-
-    def _more(self, at_least: int = 0) -> bool:
-        """Read on (at least `at_least` more bytes, or a chunk); False at the end of the file."""
-        if self._eof:
-            return False
-        try:
-            data = self._stream.read(max(_CHUNK, at_least))
-        except OSError as exc:
-            problem = f"cannot read the file: {exc.strerror or exc}"
-            raise TraceFileError(self.path, None, problem) from None
-        self._eof = not data
-        try:
-            self.text += self._utf8.decode(data, final=self._eof)
-        except UnicodeDecodeError as exc:
-            where = self._bytes + exc.start
-            raise TraceFileError(
-                self.path,
-                None,
-                f"not UTF-8 text (byte {where} is {data[exc.start]:#04x}); an ITF trace is JSON "
-                "text - is this the right file?",
-            ) from None
-        self._bytes += len(data)
-        return bool(data)
-
-    def _drop(self, pos: int) -> int:
-        """Forget the text before `pos` once it is a chunk long; return `pos` in the new window."""
-        if pos < _CHUNK:
-            return pos
-        gone = self.text[:pos]
-        newlines = gone.count("\n")
-        self._column = pos - gone.rfind("\n") - 1 if newlines else self._column + pos
-        self._lines += newlines
-        self.text = self.text[pos:]
-        return 0
-
-    def _skip(self, pos: int) -> int:
-        while True:
-            match = _WHITESPACE.match(self.text, pos)
-            assert match is not None
-            if match.end() < len(self.text) or not self._more():
-                return match.end()
-            pos = match.end()
-
-    def _at(self, pos: int, char: str) -> bool:
-        while pos >= len(self.text) and self._more():
-            pass
-        return self.text.startswith(char, pos)
-
-
 # -- reading ---------------------------------------------------------------------------
 
 
@@ -1097,7 +391,7 @@ def read_header(path: PathLike) -> dict[str, Json]:
     """
     where = os.fspath(path)
     with _opened(path, where) as stream:
-        meta = _Document(stream, where).header()
+        meta = Document(stream, where).header()
     return dict(_check_header(meta, where))
 
 
@@ -1117,7 +411,7 @@ def read_itf(path: PathLike, system: System, *, verify: bool = True) -> Trace:
     """
     where = os.fspath(path)
     with _opened(path, where) as stream:
-        document = _Document(stream, where)
+        document = Document(stream, where)
         document.open()
         return _read_trace(document, system, where, verify)
 
@@ -1142,10 +436,10 @@ def trace_from_itf(
     """The `Trace` an already parsed ITF object holds; see `read_itf`."""
     if not isinstance(obj, dict):
         raise TraceFileError(path, None, f"an ITF trace is a JSON object, not {_kind(obj)}")
-    return _read_trace(_Members(obj), system, path, verify)
+    return _read_trace(Members(obj), system, path, verify)
 
 
-def _read_trace(members: _Members, system: System, path: str | None, verify: bool) -> Trace:
+def _read_trace(members: Members, system: System, path: str | None, verify: bool) -> Trace:
     """Check, decode and (with `verify`) replay each state in turn; stop at the first problem."""
     fields = {k: v for k, v in members.fields.items() if k != "states"}
     listed = _check_members(fields, path)
@@ -1163,7 +457,7 @@ def _read_trace(members: _Members, system: System, path: str | None, verify: boo
         )
     names = _expected_variables(system, listed, path)
     machines = _machines(system)
-    verifier = _Verifier(system, path) if verify else None
+    verifier = Verifier(system, path) if verify else None
     steps: list[TraceStep] = []
     for index, raw in enumerate(members.states()):
         state = _check_state(raw, index, listed, path)
@@ -1279,80 +573,3 @@ def _decode_action(
             path, index, f"action {name!r} is taken by {action.actor!r}, not {_brief(actor)}"
         )
     return ActionLabel(name, tuple(args)), action.actor
-
-
-# -- verifying against the model ----------------------------------------------------------
-
-
-class _Verifier:
-    """Follows the model along a trace, one recorded step at a time."""
-
-    def __init__(self, system: System, path: str | None) -> None:
-        self.system = system
-        self.path = path
-        self.state: SystemState | None = None
-
-    def check(self, index: int, item: TraceStep) -> TraceStep:
-        """The model's step for recorded step `index`; raises where the two part."""
-        if self.state is None:
-            return self._start(item)
-        system, path = self.system, self.path
-        if item.action is None:
-            raise TraceFileError(path, index, "no action leads to this state")
-        try:
-            step_ = system.next_step(self.state, item.action)
-        except ActionError as exc:
-            why = "it is not enabled" if "is not enabled" in str(exc) else str(exc)
-            enabled = ", ".join(str(a) for a in system.actions_in(self.state)) or "none"
-            raise TraceFileError(
-                path,
-                index,
-                f"the model does not allow {item.action} after step {index - 1}: {why}; "
-                f"enabled there: {enabled}",
-            ) from None
-        if item.actor and item.actor != step_.actor:
-            raise TraceFileError(
-                path,
-                index,
-                f"action {item.action.name!r} is taken by {step_.actor!r}, not {item.actor!r}",
-            )
-        if not same_state(item.state, step_.state):
-            raise TraceFileError(
-                path,
-                index,
-                f"the model does not allow this step: {item.action} leads elsewhere - "
-                + state_diff(system, item.state, step_.state),
-            )
-        self.state = step_.state
-        return TraceStep(step_.action, step_.actor, step_.state, step_.outputs)
-
-    def _start(self, item: TraceStep) -> TraceStep:
-        inits = self.system.init_states()
-        start = next((s for s in inits if same_state(s, item.state)), None)
-        if start is None:
-            raise TraceFileError(
-                self.path,
-                0,
-                "the first state is not an initial state of the model: "
-                + state_diff(self.system, item.state, inits[0]),
-            )
-        self.state = start
-        return TraceStep(None, "", start)
-
-
-def verify_trace(system: System, trace: Trace, *, path: str | None = None) -> Trace:
-    """Replay `trace` through `system`, checking every state; return the model's trace.
-
-    The result has the model's own values (exact objects, outputs included),
-    so it compares equal to the trace the explorer produced. Raises
-    `TraceFileError` at the first step the model does not allow.
-    """
-    if trace.system != system.name:
-        raise TraceFileError(
-            path, None, f"wrong model: the trace is of system {trace.system!r}, not {system.name!r}"
-        )
-    if not trace.steps:
-        raise TraceFileError(path, None, "the trace has no states")
-    verifier = _Verifier(system, path)
-    steps = tuple(verifier.check(index, item) for index, item in enumerate(trace.steps))
-    return Trace(system.name, steps, trace.property_id, trace.verdict, trace.detail)

@@ -25,7 +25,9 @@ detail:
   in a hot state at a quiescent state or deadlock;
 * ``sometimes`` - holds (a witness) at the first state satisfying it.
 
-Replaying is deterministic: the same system and actions give the same result.
+The actions are replayed by `statecore.path` and the property judged by
+`statecore.judge.judge_path`, as everywhere else. Replaying is deterministic:
+the same system and actions give the same result.
 """
 
 from __future__ import annotations
@@ -35,18 +37,14 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .errors import ActionError
-from .explore import HOLDS, UNKNOWN, VIOLATED, PropertyResult
-from .itf import PathLike, TraceFileError, read_header, read_itf, verify_trace
-from .properties import (
-    EMPTY_MONITOR,
-    MonitorViolation,
-    Property,
-    advance_monitor,
-    pending_hot,
-)
+from .itf import PathLike, TraceFileError, read_header, read_itf
+from .judge import HOLDS, VIOLATED, judge_path, trace_verdict
+from .path import follow
+from .properties import Property
+from .results import PropertyResult
 from .system import ActionLabel, System, SystemState
 from .trace import Trace, TraceStep
+from .verify import verify_trace
 
 __all__ = ["ReplayResult", "find_property", "judge", "replay", "replay_actions"]
 
@@ -180,7 +178,7 @@ def replay(
         wanted = property_id or trace.property_id
         where = _where(trace_or_path)
         prop = find_property(system, wanted, properties, path=where) if early is None else early
-    verdict, detail, step = judge(system, prop, trace.steps)
+    verdict, detail, step = judge_path(system, prop, trace.steps)
     return ReplayResult(system.name, prop, verdict, detail, step, trace, _recorded_verdict(trace))
 
 
@@ -199,72 +197,16 @@ def replay_actions(
     replayed still counts; `blocked` says where the path ended early.
     """
     prop = find_property(system, property_id, properties)
-    state = system.init_states()[0] if initial is None else initial
-    steps = [TraceStep(None, "", state)]
-    blocked: int | None = None
-    reason = ""
-    for index, label in enumerate(actions, 1):
-        try:
-            step_ = system.next_step(state, label)
-        except ActionError as exc:
-            blocked, reason = index, f"{label} is not enabled ({exc})"
-            break
-        state = step_.state
-        steps.append(TraceStep(step_.action, step_.actor, state, step_.outputs))
-    verdict, detail, step = judge(system, prop, steps)
-    trace = Trace(system.name, tuple(steps), prop.id, _trace_verdict(verdict), detail)
+    path = follow(system, actions, initial=initial, stop=True)
+    verdict, detail, step = judge_path(system, prop, path.trace_steps)
+    trace = path.trace(prop.id, trace_verdict(verdict), detail)
+    stopped = path.blocked
+    blocked, reason = (None, "") if stopped is None else (stopped.index, stopped.reason)
     return ReplayResult(system.name, prop, verdict, detail, step, trace, None, blocked, reason)
-
-
-def _trace_verdict(verdict: str) -> str:
-    return "witness" if verdict == HOLDS else "violated"
 
 
 def judge(
     system: System, prop: Property, steps: Sequence[TraceStep]
 ) -> tuple[str, str, int | None]:
-    """``(verdict, detail, step)`` of `prop` along `steps`, as the explorer judges it.
-
-    The checks run in the explorer's order - a state's own checks, then its
-    quiescence, then the monitor on the next step's outputs - so the first
-    violation found is the one the explorer would report on this path.
-    """
-    monitor = EMPTY_MONITOR
-    last = len(steps) - 1
-    for index, item in enumerate(steps):
-        if index > 0 and prop.kind == "monitor":
-            try:
-                monitor = advance_monitor(prop, monitor, item.outputs)
-            except MonitorViolation as exc:
-                return VIOLATED, str(exc), index
-        view = system.view(item.state)
-        if prop.kind == "always":
-            assert prop.predicate is not None
-            if (prop.when is None or prop.when(view)) and not prop.predicate(view):
-                where = "in the last state" if index == last else f"at step {index}"
-                return VIOLATED, f"the invariant is false {where}", index
-        elif prop.kind == "sometimes":
-            assert prop.predicate is not None
-            if prop.predicate(view):
-                return HOLDS, "reached", index
-        else:
-            successors = system.successors(item.state)
-            if any(s.internal for s in successors):
-                continue
-            where = "deadlock" if not successors else "quiescent state"
-            if prop.kind == "eventually":
-                assert prop.predicate is not None
-                if not prop.predicate(view):
-                    return VIOLATED, f"false at a {where}", index
-            else:
-                pending = pending_hot(prop, monitor)
-                if pending:
-                    key, state = sorted(pending, key=repr)[0]
-                    return (
-                        VIOLATED,
-                        f"monitor for {key!r} left in hot state {state!r} at a {where}",
-                        index,
-                    )
-    if prop.kind == "sometimes":
-        return UNKNOWN, "not reached on this path", None
-    return HOLDS, "no violation on this path", None
+    """``(verdict, detail, step)`` of `prop` along `steps`: `statecore.judge.judge_path`."""
+    return judge_path(system, prop, steps)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from .adapter import Adapter
-from .errors import ActionError
 from .interpreter import SHRINK, Finding, _Stats, run_steps, state_machine
+from .path import follow
 from .system import ActionLabel, System
 from .trace import Trace
 
@@ -160,16 +160,10 @@ class _Replayer:
 
     def actions(self, actions: Sequence[ActionLabel]) -> Finding | None:
         """The finding `actions` show, or None (also when one of them is not enabled)."""
-        state = self.system.init_states()[0]
-        path = []
-        for action in actions:
-            try:
-                step_ = self.system.next_step(state, action)
-            except ActionError:
-                return None
-            path.append(step_)
-            state = step_.state
-        found = run_steps(self.machine, path)
+        path = follow(self.system, actions, stop=True)
+        if path.blocked is not None:
+            return None
+        found = run_steps(self.machine, path.steps)
         if self.stats is not None:
             self.stats.tick()
         return found
@@ -190,10 +184,4 @@ def replay_with_adapter(
     Deterministic: this is what ``statecore replay TRACE --adapter NAME`` runs.
     """
     machine = state_machine(system, adapter_factory, known=known, swarm=False)
-    state = system.init_states()[0]
-    path = []
-    for action in trace.actions:
-        step_ = system.next_step(state, action)
-        path.append(step_)
-        state = step_.state
-    return run_steps(machine, path)
+    return run_steps(machine, follow(system, trace.actions).steps)

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from .system import ActionLabel, Emitted, Slot, System, SystemState
+from .system import ActionLabel, Emitted, Slot, System, SystemState, SystemStep
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,11 @@ class TraceStep:
     actor: str
     state: SystemState
     outputs: tuple[Emitted, ...] = ()
+
+    @classmethod
+    def of(cls, step_: SystemStep) -> TraceStep:
+        """The trace step for the model's `step_`: its action, actor, state and outputs."""
+        return cls(step_.action, step_.actor, step_.state, step_.outputs)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from statecore.models.chunk_transfer import build
 from statecore.models.sender_generation import sender_generation_machine
 from strategies import machines_and_sequences
 
-from statecore import Event, Machine, State, Transition, Var, step
+from statecore import Event, Machine, State, Transition, Var, drawing, mermaid, step
 from statecore import diagram as dg
 from statecore.diagram import (
     DiagramError,
@@ -67,7 +67,7 @@ TRACE_6670 = shortest_violation(SYSTEM_6670)
 
 def unescape(text: str) -> str:
     """Undo `mermaid_escape` (what Mermaid does when it draws)."""
-    for char, code in dg._MERMAID_ESCAPES.items():
+    for char, code in mermaid._MERMAID_ESCAPES.items():
         if char != "\n":
             text = text.replace(code, char)
     return text
@@ -194,7 +194,7 @@ def test_dot_initial_final_and_hot() -> None:
     assert 'shape="doublecircle"' in dot_node(text, "reclaimed")
     for hot in ("terminal_pending", "draining"):
         node = dot_node(text, hot)
-        assert f'fillcolor="{dg._HOT_FILL}"' in node
+        assert f'fillcolor="{drawing._HOT_FILL}"' in node
         assert "filled" in node and "dashed" in node
     assert "filled" not in dot_node(text, "open")
     assert "doublecircle" not in dot_node(text, "open")
@@ -304,7 +304,7 @@ def test_overlay_agrees_with_system_step_taken() -> None:
 def test_dot_highlights_the_path_in_red_with_step_numbers() -> None:
     highlight = trace_overlay(SYSTEM_6670, TRACE_6670)["sender"]
     text = to_dot(SENDER_PRE, highlight=highlight)
-    red = {(s, h): a for s, h, a in dot_edges(text) if a.get("color") == dg._PATH}
+    red = {(s, h): a for s, h, a in dot_edges(text) if a.get("color") == drawing._PATH}
     assert set(red) == {
         ("[*]", "open"),
         ("open", "terminal_pending"),
@@ -315,13 +315,13 @@ def test_dot_highlights_the_path_in_red_with_step_numbers() -> None:
     assert red[("terminal_pending", "reclaimed")]["label"].startswith("3: cleanup\\n")
     assert all(float(a["penwidth"]) >= 3 for a in red.values())
     # The rest is greyed, and untouched edges carry no step numbers.
-    others = [a for s, h, a in dot_edges(text) if a.get("color") != dg._PATH]
-    assert others and all(a.get("color") == dg._DIM for a in others)
+    others = [a for s, h, a in dot_edges(text) if a.get("color") != drawing._PATH]
+    assert others and all(a.get("color") == drawing._DIM for a in others)
     assert not any(leading_steps(a.get("label", "")) for a in others)
     # The visited states are outlined in red; the legend lists every step.
     for state in ("open", "terminal_pending", "reclaimed"):
-        assert f'color="{dg._PATH}"' in dot_node(text, state)
-    assert f'color="{dg._PATH}"' not in dot_node(text, "retiring")
+        assert f'color="{drawing._PATH}"' in dot_node(text, state)
+    assert f'color="{drawing._PATH}"' not in dot_node(text, "retiring")
     assert "begin: rejected (no instance)" in text
 
 
@@ -381,13 +381,13 @@ def test_repeated_edges_are_numbered_in_order() -> None:
     assert edges[("on", "off")]["label"] == "3, 6: flip"
     # Self-loops are listed inside their state, the taken ones red and numbered.
     on = dot_node(to_dot(machine, highlight=highlight), "on")
-    assert "2, 5: bump [n &lt; 2] / n += 1" in on and dg._PATH_TEXT in on
+    assert "2, 5: bump [n &lt; 2] / n += 1" in on and drawing._PATH_TEXT in on
     mermaid = to_mermaid(machine, highlight=highlight)
     assert "off --> on : 1, 4#58; flip" in mermaid
     assert "on : 2, 5#58; bump #91;n #lt; 2#93; / n += 1" in mermaid
     loops = to_dot(machine, highlight=highlight, self_loops="edges")
     loop = {(s, h): a for s, h, a in dot_edges(loops)}[("on", "on")]
-    assert loop["color"] == dg._PATH and "2, 5: bump" in loop["label"]
+    assert loop["color"] == drawing._PATH and "2, 5: bump" in loop["label"]
 
 
 def test_highlight_from_another_machine_is_refused() -> None:

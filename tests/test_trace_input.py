@@ -428,7 +428,7 @@ def test_reading_in_small_chunks_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The window the reader keeps may cut a value, a number or a line anywhere."""
-    import statecore.itf as itf
+    import statecore.itf_json as itf_json
 
     system = resolve(VARIANT)[1]
     obj = json.loads(GOOD.read_text())
@@ -440,7 +440,7 @@ def test_reading_in_small_chunks_changes_nothing(
     files = [*sorted(CORPUS.glob("*.itf.json")), escaped, garbled]
     whole = [outcome(path, system) for path in files]
     for chunk in (1, 7, 64):
-        monkeypatch.setattr(itf, "_CHUNK", chunk)
+        monkeypatch.setattr(itf_json, "_CHUNK", chunk)
         assert [outcome(path, system) for path in files] == whole, chunk
 
 
@@ -451,13 +451,13 @@ def test_a_file_cut_inside_a_string_is_reported_as_truncated(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import statecore.itf as itf_module
+    import statecore.itf_json as itf_json
 
     text = (CORPUS / "good.itf.json").read_text()
     # Cut each string-opening quote's next character: the file ends inside a string.
     cuts = [i + 2 for i, ch in enumerate(text) if ch == '"'][10:200:37]
     assert cuts
-    monkeypatch.setattr(itf_module, "_CHUNK", chunk)
+    monkeypatch.setattr(itf_json, "_CHUNK", chunk)
     for cut in cuts:
         path = tmp_path / "cut.itf.json"
         path.write_text(text[:cut])
