@@ -2,9 +2,9 @@
 
 What an action changes - which components and globals - is found by walking
 at most `explore_limit` reachable states breadth-first, with the steps of
-`statecore.path.enabled_steps`: an action that is not enabled (or, fired
-where its event's policy is ``error``, refuses by raising `ActionError`) is
-skipped there; any other error of the model surfaces.
+`statecore.path.enabled_steps`: an action that is not enabled, or that
+fires an event where its policy is ``error``, is skipped there; any other
+error of the model (an undeclared event fired, say) is raised.
 """
 
 from __future__ import annotations

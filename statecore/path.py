@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import ActionError
+from .errors import ActionError, TransitionError
 from .system import ActionLabel, System, SystemState, SystemStep
 from .trace import Trace, TraceStep
 
@@ -111,9 +111,11 @@ def follow(
 def enabled_steps(system: System, state: SystemState) -> list[SystemStep]:
     """Every step the model takes from `state`, for a tool that draws rather than checks.
 
-    `System.successors`, except that an action refusing by raising
-    `ActionError` (an event fired where its policy is ``error``) is taken as
-    not enabled there instead of failing the state; any other error surfaces.
+    `System.successors`, except that an action refused by its own event
+    (fired where the event's policy is ``error``: an `ActionError` caused by
+    a `TransitionError`) is taken as not enabled there instead of failing
+    the state. Any other error - an undeclared event or a bad payload fired,
+    an impure callback - is the model's and is raised.
     """
     try:
         return system.successors(state)
@@ -123,6 +125,8 @@ def enabled_steps(system: System, state: SystemState) -> list[SystemStep]:
     for label in system.labels():
         try:
             steps.append(take(system, state, label, 1))
-        except NotEnabledError:
-            continue
+        except NotEnabledError as exc:
+            cause = exc.cause.__cause__
+            if cause is not None and not isinstance(cause, TransitionError):
+                raise exc.cause from cause
     return steps

@@ -5,7 +5,7 @@ after the model changed, after the bug was fixed, on another machine. Two
 ways in:
 
 * `replay(system, trace_or_path)` - strict: the trace (or ITF file) must be
-  a path of the model, state for state (see `statecore.itf.verify_trace`);
+  a path of the model, state for state (see `statecore.verify.verify_trace`);
   anything else raises `TraceFileError` at the step where they part.
 * `replay_actions(system, actions, property_id)` - lenient: only the actions
   are applied, from the initial state, until one is not enabled. This is what
