@@ -27,7 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .diagram_doc import OVERVIEW, Diagram, _all_names, _choose, diagrams, markdown
+from .diagram_doc import CAPTION_DETAIL, OVERVIEW, Diagram, _all_names, _choose, diagrams, markdown
 from .dot import to_dot
 from .mermaid import mermaid_escape, to_mermaid
 from .overlay import DiagramError, PathStep, StepKind, trace_overlay
@@ -37,6 +37,7 @@ from .system import System
 from .trace import Trace
 
 __all__ = [
+    "CAPTION_DETAIL",
     "GRAPHVIZ_INSTALL",
     "OVERVIEW",
     "RENDER_FORMATS",
