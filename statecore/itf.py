@@ -31,6 +31,9 @@ float               ``{"tag": "Float", "value": "0.1"}``; Python's ``repr``, so
                     "open", "vars": {"puts": {"#bigint": "1"}}}}``
 `Output`            ``{"tag": "Output", "value": {"name": "put", "fields":
                     [["finished", true]]}}``
+a record            ``{"tag": "Record", "value": {"type": "Task", "fields":
+(a ``NamedTuple``)  {"kind": "chunk", ...}}}``; read back as a named tuple of
+                    that name and fields, equal to the model's record
 anything else       ``{"#unserializable": repr(value)}``
 ==================  ============================================================
 

@@ -11,6 +11,8 @@ problem, here and in `statecore.itf`.
 
 from __future__ import annotations
 
+import collections
+import functools
 import json
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -180,6 +182,11 @@ def encode_value(value: object) -> Json:
     if kind is Unserializable:
         assert isinstance(value, Unserializable)
         return {"#unserializable": value.text}
+    fields = getattr(kind, "_fields", None)
+    if isinstance(value, tuple) and isinstance(fields, tuple):
+        # A model's record (a NamedTuple): its type name and its fields by name.
+        named = {str(f): encode_value(v) for f, v in zip(fields, value)}
+        return _variant("Record", {"type": kind.__name__, "fields": named})
     return {"#unserializable": repr(value)}
 
 
@@ -348,7 +355,26 @@ def _decode_variant(
         ):
             raise _DecodeError(f"{inner}.fields", "Output fields are [name, value] pairs")
         return Output(_text(rec["name"], f"{inner}.name", "name"), fields)
+    if tag == "Record":
+        rec = _record(value, ("type", "fields"), inner, "Record")
+        name = _text(rec["type"], f"{inner}.type", "a record's type")
+        raw = rec["fields"]
+        if not isinstance(raw, dict):
+            raise _DecodeError(f"{inner}.fields", "a record's fields are a JSON object")
+        try:
+            make = _record_type(name, tuple(raw))
+        except ValueError as exc:
+            raise _DecodeError(inner, f"not a record: {exc}") from None
+        items = [_decode(raw[k], machines, f"{inner}.fields.{k}") for k in raw]
+        return make._make(items)  # type: ignore[attr-defined,no-any-return]
     raise _DecodeError(where, f"unknown variant tag {_brief(tag)}")
+
+
+@functools.cache
+def _record_type(name: str, fields: tuple[str, ...]) -> type[tuple[Hashable, ...]]:
+    """A named tuple type standing in for the model's record `name` (equal to it)."""
+    made: type[tuple[Hashable, ...]] = collections.namedtuple(name, fields)  # type: ignore[misc]
+    return made
 
 
 def _decode_snapshot(value: Json, machines: Mapping[str, Machine], where: str) -> Snapshot:

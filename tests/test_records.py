@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 import pytest
@@ -233,3 +234,18 @@ def test_renaming_keeps_a_record_that_equals_a_renamed_tuple() -> None:
     renamed = plan.renamed(Ticket(j0, 1))
     assert renamed == Ticket(j1, 1)
     assert type(renamed) is Ticket
+
+
+def test_records_in_a_trace_file_keep_their_names_and_read_back(tmp_path: Path) -> None:
+    from statecore.itf import read_itf, write_itf
+
+    system = typed_system()
+    trace = explore(system).result("both_served").trace
+    assert trace is not None
+    path = write_itf(trace, system, tmp_path / "typed.itf.json")
+    text = path.read_text()
+    assert "#unserializable" not in text and '"type": "Ticket"' in text
+    unchecked = read_itf(path, system, verify=False)
+    queued = [t for step in unchecked.steps for t in step.state.values[0]]
+    assert queued and all(type(t).__name__ == "Ticket" and t.job in JOBS.values for t in queued)
+    assert [s.state for s in read_itf(path, system).steps] == [s.state for s in trace.steps]
