@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from statecore import Event, Machine, State, Transition, Var, out
-from statecore.explore import Progress, Report, explore
+from statecore.check.explore import Progress, Report, explore
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.registry import bundled
 from statecore.system import Action, Component, Emitted, Global, Keys, StateView, System, Tx

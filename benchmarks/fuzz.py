@@ -59,7 +59,7 @@ from hypothesis.stateful import (
 
 from statecore.adapter import Adapter, AdapterError
 from statecore.errors import StatecoreError
-from statecore.fuzz import PROFILES, Finding, fuzz, state_machine
+from statecore.fuzzing.fuzz import PROFILES, Finding, fuzz, state_machine
 from statecore.registry import resolve_adapter
 from statecore.system import System
 

@@ -6,7 +6,7 @@ shipping) and every bundled ``model:`` variant run as the implementation against
 reference - the default run is made with each of N seeds (100 by default), side by
 side in one process:
 
-* **new**: ``statecore.fuzz.fuzz(system, factory, seed=s)`` with nothing else - what
+* **new**: ``statecore.fuzzing.fuzz.fuzz(system, factory, seed=s)`` with nothing else - what
   ``statecore fuzz TARGET --adapter A`` and ``fuzz_test`` run: the guided phase, then
   the ``ci`` profile's 100 search examples, then shrinking;
 * **old**: the default ``statecore fuzz`` run before the guided phase existed -
@@ -62,7 +62,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
 from statecore.adapter import Adapter
-from statecore.fuzz import fuzz
+from statecore.fuzzing.fuzz import fuzz
 from statecore.registry import bundled_adapters, resolve_adapter
 from statecore.system import System
 

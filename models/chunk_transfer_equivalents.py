@@ -3,7 +3,7 @@ single-point mutants undetected: each entry names the transition or mutant and s
 
 `UNTAKEN_IN_REFERENCE` is the watermark component's ``untaken`` declaration;
 `EQUIVALENT_MUTANTS` is the system's ``equivalent_mutants`` (mutant ids are a
-function and its line of code: see `statecore.mutation`).
+function and its line of code: see `statecore.check.mutation`).
 """
 
 from __future__ import annotations

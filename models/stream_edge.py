@@ -87,7 +87,7 @@ MODEL_EVENTS: tuple[str, ...] = ("producer_emit", "consumer_accept")
 ORDERS: tuple[str, ...] = ("newer", "same", "older")
 
 # What definition-time validation fires: valid values only. The symbolic
-# check (statecore.symbolic) looks beyond them: NaN, infinities, negatives.
+# check (statecore.check.symbolic) looks beyond them: NaN, infinities, negatives.
 ELAPSED_SAMPLE: tuple[float, ...] = (0.0, 12.5)
 
 

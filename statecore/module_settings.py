@@ -1,7 +1,7 @@
 """Module-level settings kept under an older module's name.
 
 `statecore.runtime.CACHE_LIMIT` now lives in `statecore.memo`, and
-`statecore.cli.PROGRESS_INTERVAL` in `statecore.cli_progress`. Code that sets
+`statecore.cli.PROGRESS_INTERVAL` in `statecore.cli.progress`. Code that sets
 the old name (``runtime.CACHE_LIMIT = n``, a test's monkeypatch) must still
 change the setting, so `forward_settings` makes assignments of those names on
 the old module also assign them on the module that reads them.

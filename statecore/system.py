@@ -86,7 +86,7 @@ class System:
     `init` (optional) runs once on the empty state to build the initial one
     (spawn instances, fill queues). `properties` are the checks the explorer
     and the fuzzer run (see `statecore.properties`). `equivalent_mutants`
-    maps the id of a mutant (see `statecore.mutation`) that behaves like the
+    maps the id of a mutant (see `statecore.check.mutation`) that behaves like the
     model itself to the reason why, so an adequacy report does not count it
     as a blind spot of the spec.
     """
@@ -275,7 +275,7 @@ class System:
     ) -> tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...]:
         """Every action with every argument combination, as ``(action, args, kwargs)``.
 
-        An *attempt* is one entry; `statecore.stepcache` memoises each by index.
+        An *attempt* is one entry; `statecore.check.stepcache` memoises each by index.
         """
         return self._attempts
 

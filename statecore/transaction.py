@@ -3,7 +3,7 @@
 A `Tx` is what every `Action` function receives. Reads and writes go through
 it and are logged by location, so what an action did is a function of what it
 read; `Tx.record` gives that log (`TxRecord`) to the successor memo
-(`statecore.stepcache`). `Tx.require` disables the action by raising
+(`statecore.check.stepcache`). `Tx.require` disables the action by raising
 `Disabled`. `statecore.system` re-exports `Tx`.
 """
 
@@ -80,7 +80,7 @@ class Tx(Generic[G]):
 
     The transaction logs what it reads and writes (slot i as location i,
     global j as location ~j): an action is a function of what it read, which
-    lets the explorer memoise it (see `statecore.stepcache`).
+    lets the explorer memoise it (see `statecore.check.stepcache`).
     """
 
     __slots__ = (
@@ -165,7 +165,7 @@ class Tx(Generic[G]):
         )
 
     def record(self) -> TxRecord:
-        """What the transaction did so far: see `TxRecord` (used by `statecore.stepcache`)."""
+        """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`)."""
         slot_writes, value_writes = self._writes()
         return TxRecord(
             tuple(self._reads()),

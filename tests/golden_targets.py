@@ -16,7 +16,7 @@ from typing import Any
 
 from statecore.models import chunk_transfer, request_state
 
-from statecore.explore import explore
+from statecore.check.explore import explore
 from statecore.registry import bundled
 from statecore.system import System
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from statecore.explore import Report, explore
+from statecore.check.explore import Report, explore
 from statecore.registry import Target
-from statecore.trace import Trace
+from statecore.traces.trace import Trace
 
 _REPORTS: dict[str, Report] = {}
 

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 import pytest
 
 from statecore import Event, Machine, State, Transition, Var, out
-from statecore.adequacy import (
+from statecore.check.adequacy import (
     CRASHED,
     EQUIVALENT,
     INVALID,
@@ -22,9 +22,9 @@ from statecore.adequacy import (
     AdequacyReport,
     adequacy,
 )
+from statecore.check.explore import explore
+from statecore.check.mutation import InvalidMutant, Mutant, call_sites, mutants, mutate
 from statecore.cli import main
-from statecore.explore import explore
-from statecore.mutation import InvalidMutant, Mutant, call_sites, mutants, mutate
 from statecore.properties import Property, always, sometimes
 from statecore.system import Action, Component, Global, Keys, System, Tx
 
@@ -171,7 +171,7 @@ def test_a_mutant_changes_its_point_and_nothing_else() -> None:
 
 
 def _reachable(system: System) -> set[object]:
-    from statecore.explore import reachable
+    from statecore.check.explore import reachable
 
     return reachable(system)  # type: ignore[return-value]
 

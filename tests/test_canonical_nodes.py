@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system, systems
 
-from statecore.explore import _Explorer
-from statecore.symmetry import Canonicalizer, rename_state, renamings
+from statecore.check.explore import _Explorer
+from statecore.check.symmetry import Canonicalizer, rename_state, renamings
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

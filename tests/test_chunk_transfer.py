@@ -25,9 +25,9 @@ from statecore.models.request_state import request_state_machine
 from statecore.models.segment import segment_watermark_machine
 from statecore.models.sender_generation import sender_generation_machine
 
+from statecore.check.explore import HOLDS, VACUOUS, VIOLATED, explore
 from statecore.cli import main
 from statecore.errors import SystemDefinitionError
-from statecore.explore import HOLDS, VACUOUS, VIOLATED, explore
 from statecore.registry import Target
 from statecore.system import System
 

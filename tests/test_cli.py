@@ -28,10 +28,11 @@ from typing import Any
 
 import pytest
 
-from statecore import cli, cli_check
+from statecore import cli
+from statecore.check.explore import ExplorationInterrupted, Progress, Report, explore
+from statecore.cli import check as cli_check
 from statecore.cli import main
 from statecore.errors import StatecoreError
-from statecore.explore import ExplorationInterrupted, Progress, Report, explore
 from statecore.registry import Target
 
 try:
@@ -244,7 +245,7 @@ def test_fuzz_refuses_its_trace_directory_before_fuzzing(
     def fuzz(*args: object, **kwargs: object) -> None:
         raise AssertionError("fuzzed although the command line was refused")
 
-    monkeypatch.setattr("statecore.fuzz.fuzz", fuzz)
+    monkeypatch.setattr("statecore.fuzzing.fuzz.fuzz", fuzz)
     argv = ["fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_6670"]
     code, _, err = run(*argv, "--trace-out", "taken")
     assert code == 2 and "--trace-out taken: is a file" in err
@@ -314,7 +315,7 @@ def test_a_crash_inside_fuzz_is_an_internal_error(monkeypatch: pytest.MonkeyPatc
     def fuzz(*args: object, **kwargs: object) -> None:
         raise KeyError("lost")
 
-    monkeypatch.setattr("statecore.fuzz.fuzz", fuzz)
+    monkeypatch.setattr("statecore.fuzzing.fuzz.fuzz", fuzz)
     code, _, err = run("fuzz", "chunk_transfer", "--adapter", "model:chunk_transfer_6670")
     assert code == 3 and err.startswith("statecore: internal error: KeyError: 'lost'")
 
@@ -525,7 +526,7 @@ def test_notes_are_printed_under_the_verdict_line_and_in_json(
 def test_fuzz_refuses_limits_that_never_stop_or_never_start(
     limits: dict[str, Any], message: str
 ) -> None:
-    from statecore.fuzz import fuzz
+    from statecore.fuzzing.fuzz import fuzz
     from statecore.registry import resolve_adapter
 
     system, factory, _ = resolve_adapter("chunk_transfer", "model:chunk_transfer_6670")
@@ -614,7 +615,7 @@ def test_an_unrelated_import_error_is_still_an_internal_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def explore_(*args: object, **kwargs: object) -> Report:
-        raise ImportError("cannot import name 'gone' from 'statecore.explore'")
+        raise ImportError("cannot import name 'gone' from 'statecore.check.explore'")
 
     monkeypatch.setattr(cli_check, "explore", explore_)
     code, _, err = run("check", "stream_edge")

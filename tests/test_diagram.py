@@ -23,9 +23,12 @@ from statecore.models.chunk_transfer import build
 from statecore.models.sender_generation import sender_generation_machine
 from strategies import machines_and_sequences
 
-from statecore import Event, Machine, State, Transition, Var, drawing, mermaid, step
-from statecore import diagram as dg
-from statecore.diagram import (
+from statecore import Event, Machine, State, Transition, Var, step
+from statecore.check.explore import VIOLATED, explore
+from statecore.registry import machine_system, resolve
+from statecore.render import diagram as dg
+from statecore.render import drawing, mermaid
+from statecore.render.diagram import (
     DiagramError,
     GraphvizNotFoundError,
     PathStep,
@@ -38,10 +41,8 @@ from statecore.diagram import (
     to_mermaid,
     trace_overlay,
 )
-from statecore.explore import VIOLATED, explore
-from statecore.registry import machine_system, resolve
 from statecore.system import Action, ActionLabel, Component, System, Tx
-from statecore.trace import Trace, TraceStep
+from statecore.traces.trace import Trace, TraceStep
 
 HAS_DOT = shutil.which("dot") is not None
 needs_dot = pytest.mark.skipif(
@@ -169,7 +170,7 @@ def test_dot_labels_are_the_transition_label_broken_into_lines() -> None:
     text = to_dot(SENDER)
     t = next(t for t in SENDER.transitions if t.name == "retiring--end-->reclaimed")
     (label,) = [a["label"] for s, h, a in dot_edges(text) if (s, h) == ("retiring", "reclaimed")]
-    assert label.split("\\n") == ["end", "[in flight]", "/ finally reclaims"]
+    assert label.split("\\n") == ["end", "[in_flight]", "/ release_task"]
     assert " ".join(label.split("\\n")) == t.label()
 
 
@@ -330,7 +331,7 @@ def test_mermaid_numbers_the_path() -> None:
     text = to_mermaid(SENDER_PRE, highlight=highlight)
     assert "    [*] --> open : 2\n" in text
     assert "    open --> terminal_pending : 2#58; save_terminal\n" in text
-    assert "    terminal_pending --> reclaimed : 3#58; cleanup #91;not in flight#93;" in text
+    assert "    terminal_pending --> reclaimed : 3#58; cleanup #91;not_in_flight#93;" in text
     assert "    reclaimed --> [*] : 3\n" in text
     assert "class terminal_pending hot_path" in text
     assert "class reclaimed final_path" in text
@@ -580,7 +581,7 @@ def cli(*argv: str) -> int:
 
 @pytest.fixture
 def itf_6670(tmp_path: Path) -> Path:
-    from statecore.itf import write_itf
+    from statecore.traces.itf import write_itf
 
     return write_itf(TRACE_6670, SYSTEM_6670, tmp_path / "t.itf.json")
 
@@ -614,7 +615,7 @@ def test_a_trace_diagram_has_a_short_mermaid_title(tmp_path: Path) -> None:
     """The detail of a finding (hundreds of characters for a conformance one) stays out."""
     from dataclasses import replace
 
-    from statecore.itf import write_itf
+    from statecore.traces.itf import write_itf
 
     detail = "implementation and model differ - " + "sender: x, " * 40
     trace = replace(TRACE_6670, detail=detail)

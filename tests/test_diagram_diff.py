@@ -10,14 +10,14 @@ import pytest
 
 from statecore import Event, Machine, State, Transition
 from statecore.cli import main
-from statecore.diagram_diff import (
+from statecore.registry import bundled, resolve
+from statecore.render.diagram_diff import (
     diff_dot,
     diff_markdown,
     diff_mermaid,
     diff_systems,
     machine_changes,
 )
-from statecore.registry import bundled, resolve
 
 
 def job(*transitions: Transition, states: tuple[str, ...] = ("open", "done", "gone")) -> Machine:

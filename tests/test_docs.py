@@ -7,8 +7,8 @@
 * Every ``statecore ...`` command line in a ```bash or ```console block of
   any page under ``docs/`` (and of the README) is accepted by the CLI's
   argument parser.
-* ``python -m statecore.docgen --check`` finds nothing stale: a model changed
-  without ``python -m statecore.docgen`` being run fails here.
+* ``python -m statecore.render.docgen --check`` finds nothing stale: a model changed
+  without ``python -m statecore.render.docgen`` being run fails here.
 * The README's Python example runs.
 """
 
@@ -144,18 +144,19 @@ def test_commands_are_found() -> None:
 
 def test_generated_pages_are_current() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "statecore.docgen", "--check", "--docs", str(DOCS)],
+        [sys.executable, "-m", "statecore.render.docgen", "--check", "--docs", str(DOCS)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, (
-        f"generated docs are stale; run 'python -m statecore.docgen':\n{done.stdout}{done.stderr}"
+        "generated docs are stale; run 'python -m statecore.render.docgen':\n"
+        f"{done.stdout}{done.stderr}"
     )
 
 
 def test_docgen_reports_changed_and_orphaned_pages(tmp_path: Path) -> None:
-    from statecore.docgen import GENERATED, stale, write
+    from statecore.render.docgen import GENERATED, stale, write
 
     pages = {"models/a.md": f"{GENERATED}\n\n# a\n", "properties.md": f"{GENERATED}\n"}
     assert write(tmp_path, pages) == ["models/a.md", "properties.md"]

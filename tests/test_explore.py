@@ -30,8 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system, systems
 
 from statecore import ACCEPTED, REJECTED, Event, Machine, State, Transition, out, step
-from statecore.errors import TransitionError
-from statecore.explore import (
+from statecore.check.explore import (
     HOLDS,
     UNKNOWN,
     VACUOUS,
@@ -41,8 +40,9 @@ from statecore.explore import (
     explore,
     reachable,
 )
+from statecore.check.symmetry import Canonicalizer, canonical, rename_state, renamings
+from statecore.errors import TransitionError
 from statecore.properties import Property, always, eventually, monitor, sometimes
-from statecore.symmetry import Canonicalizer, canonical, rename_state, renamings
 from statecore.system import (
     Action,
     ActionLabel,
@@ -55,7 +55,7 @@ from statecore.system import (
     SystemState,
     Tx,
 )
-from statecore.trace import Trace
+from statecore.traces.trace import Trace
 
 # -- the oracle -------------------------------------------------------------------
 

@@ -18,9 +18,9 @@ from statecore.models.chunk_transfer import (
 
 from statecore.adapter import Baton, Deadlock, SystemAdapter
 from statecore.cli import main
-from statecore.fuzz import Finding, fuzz, minimise, replay_with_adapter, state_machine
+from statecore.fuzzing.fuzz import Finding, fuzz, minimise, replay_with_adapter, state_machine
 from statecore.registry import bundled, bundled_adapters, resolve_adapter
-from statecore.trace import Trace, TraceStep
+from statecore.traces.trace import Trace, TraceStep
 
 # -- the baton -----------------------------------------------------------------
 

@@ -161,7 +161,7 @@ def test_a_trace_from_the_pytest_plugin_replays_with_the_command_it_prints(
 ) -> None:
     (shop / "test_shop_fuzz.py").write_text(
         "from shop import SHOP, ShopAdapter\n"
-        "from statecore.pytest_plugin import fuzz_test\n\n"
+        "from statecore.fuzzing.pytest_plugin import fuzz_test\n\n"
         "test_shop = fuzz_test(SHOP, ShopAdapter)\n",
         encoding="utf-8",
     )
@@ -204,8 +204,8 @@ def test_a_trace_naming_no_adapter_replays_with_the_adapter_named(
     # no adapter and no target in the header, only the system's name.
     import shop as module  # type: ignore[import-not-found]
 
-    from statecore.fuzz import fuzz
-    from statecore.itf import write_itf
+    from statecore.fuzzing.fuzz import fuzz
+    from statecore.traces.itf import write_itf
 
     report = fuzz(module.SHOP, lambda: module.ShopAdapter())
     assert report.finding is not None
@@ -240,7 +240,7 @@ def test_another_system_of_ones_own_runs_as_the_implementation(
 
 def test_the_plugin_option_table_lists_what_the_plugin_registers() -> None:
     """docs/vllm-omni.md's option table: every option the plugin adds, with its default."""
-    from statecore.pytest_plugin import pytest_addoption
+    from statecore.fuzzing.pytest_plugin import pytest_addoption
 
     registered: dict[str, Any] = {}
 

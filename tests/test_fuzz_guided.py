@@ -18,8 +18,8 @@ from statecore.models.stream_edge_adapter import StreamEdgeLifecycleBinding
 
 from statecore import Event, Machine, Output, State, Transition
 from statecore.adapter import Adapter, SystemAdapter
-from statecore.fuzz import fuzz
-from statecore.guided import REUSED, Goal, Planner, goals
+from statecore.fuzzing.fuzz import fuzz
+from statecore.fuzzing.guided import REUSED, Goal, Planner, goals
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.registry import bundled_adapters, resolve_adapter
 from statecore.system import (

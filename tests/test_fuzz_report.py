@@ -20,14 +20,14 @@ from test_fuzz_guided import BUGGY, SHOP, OrderStates
 from statecore import cli
 from statecore.adapter import Baton, BatonReleased
 from statecore.cli import main
-from statecore.fuzz import (
+from statecore.fuzzing.fuzz import (
     DEFAULT_MAX_EXAMPLES,
     PROFILES,
     FuzzInterrupted,
     FuzzProgress,
     fuzz,
 )
-from statecore.pytest_plugin import fuzz_test
+from statecore.fuzzing.pytest_plugin import fuzz_test
 from statecore.system import Handle, SystemState
 
 # -- one default ----------------------------------------------------------------------------
@@ -39,7 +39,7 @@ def test_fuzz_runs_the_profiles_examples_by_default(monkeypatch: pytest.MonkeyPa
     assert report.ok and report.examples == 100
     assert report.guided is not None and not report.guided.missed
     asked: list[object] = []
-    monkeypatch.setattr("statecore.fuzz._search", lambda *args: asked.append(args[5]))
+    monkeypatch.setattr("statecore.fuzzing.fuzz._search", lambda *args: asked.append(args[5]))
     fuzz(SHOP, lambda: OrderStates(SHOP), profile="dev")
     assert asked == [PROFILES["dev"]["max_examples"]] == [200]
 
@@ -54,7 +54,7 @@ def test_the_cli_and_the_pytest_plugin_leave_the_default_to_fuzz(
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("statecore.fuzz.fuzz", spy)
+    monkeypatch.setattr("statecore.fuzzing.fuzz.fuzz", spy)
     argv = ["fuzz", "segments", "--adapter", "model:segments_6816", "--trace-out", str(tmp_path)]
     assert main(argv) == 1
     test = fuzz_test(SHOP, lambda: OrderStates(SHOP))
@@ -118,7 +118,7 @@ def test_the_cli_prints_a_progress_line_in_a_log(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)
-    monkeypatch.setattr("statecore.interpreter.PROGRESS_INTERVAL", 0.0)
+    monkeypatch.setattr("statecore.fuzzing.interpreter.PROGRESS_INTERVAL", 0.0)
     argv = ["fuzz", "segments", "--adapter", "model:segments_6816", "--trace-out", str(tmp_path)]
     assert main(argv) == 1
     err = capsys.readouterr().err

@@ -15,10 +15,10 @@ from statecore.models.chunk_transfer import CHUNK_TRANSFER, variant_6670
 from test_fuzz_guided import BUGGY, SHOP, OrderStates
 
 from statecore.adapter import SystemAdapter
-from statecore.fuzz import Finding, fuzz, minimise, replay_with_adapter
-from statecore.shrink import ddmin, delete_blocks
+from statecore.fuzzing.fuzz import Finding, fuzz, minimise, replay_with_adapter
+from statecore.fuzzing.shrink import ddmin, delete_blocks
 from statecore.system import ActionLabel, System
-from statecore.trace import Trace, TraceStep
+from statecore.traces.trace import Trace, TraceStep
 
 
 def shrink(items: list[int], fails: Callable[[list[int]], bool]) -> tuple[list[int], int]:

@@ -30,28 +30,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statecore import Event, Machine, Output, State, Transition, Var, out
-from statecore.explore import Report, explore
-from statecore.itf import (
-    TraceFileError,
-    Unserializable,
-    decode_value,
-    encode_value,
-    read_itf,
-    same_state,
-    trace_to_itf,
-    validate_itf_shape,
-    variable_names,
-    write_itf,
-)
+from statecore.check.explore import Report, explore
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.registry import bundled
-from statecore.regression import (
-    TargetError,
-    load_system,
-    python_literal,
-    regression_test_source,
-)
-from statecore.replay import replay, replay_actions
 from statecore.system import (
     Action,
     ActionLabel,
@@ -65,7 +46,26 @@ from statecore.system import (
     System,
     Tx,
 )
-from statecore.trace import Trace
+from statecore.traces.itf import (
+    TraceFileError,
+    Unserializable,
+    decode_value,
+    encode_value,
+    read_itf,
+    same_state,
+    trace_to_itf,
+    validate_itf_shape,
+    variable_names,
+    write_itf,
+)
+from statecore.traces.regression import (
+    TargetError,
+    load_system,
+    python_literal,
+    regression_test_source,
+)
+from statecore.traces.replay import replay, replay_actions
+from statecore.traces.trace import Trace
 
 EXT = Keys("ext", 2)
 TESTS = Path(__file__).resolve().parent

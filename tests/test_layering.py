@@ -130,3 +130,54 @@ def test_no_module_over_the_line_limit_but_the_listed_ones() -> None:
     assert unlisted == {}, f"modules over {MAX_LINES} lines: split them"
     done = sorted(set(OVER_MAX_LINES) - set(over))
     assert done == [], f"no longer over {MAX_LINES} lines: remove from OVER_MAX_LINES"
+
+
+# The layers, lowest first: a module may import its own layer and those below.
+# The core is the package's top level (definition, semantics, runtime, system,
+# transaction, properties, registry, adapter); `__main__` is the command's
+# entry point and may import the CLI.
+LAYERS = ("core", "traces", "check", "fuzzing", "render", "interop", "cli")
+ENTRY_POINTS = {"statecore.__main__"}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+
+
+def test_each_layer_imports_only_its_own_and_lower_layers() -> None:
+    modules = _modules()
+    upward = sorted(
+        f"{name} ({_layer(name)}) imports {target} ({_layer(target)})"
+        for name, path in modules.items()
+        if name not in ENTRY_POINTS and not name.startswith(("statecore.models", "statecore.spec"))
+        for target in _imports(name, path, modules)
+        if not target.startswith(("statecore.models", "statecore.spec"))
+        and LAYERS.index(_layer(target)) > LAYERS.index(_layer(name))
+    )
+    assert upward == []
+
+
+def test_the_layers_are_the_packages() -> None:
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(LAYERS[1:])
+
+
+def test_the_flat_layout_module_paths_still_import_with_a_warning() -> None:
+    import importlib
+    import sys
+    import warnings
+
+    from statecore.moved import MOVED
+
+    for old, new in MOVED.items():
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new), old
+        assert module.__name__ == new and module.__spec__.name == new
+        assert [str(w.message) for w in caught] == [
+            f"{old} moved to {new}; import it from there"
+        ], old
+    assert not set(MOVED) & set(_modules()), "an old path that is also a module"

@@ -17,19 +17,19 @@ from typing import Any
 import pytest
 
 from statecore import Event, Machine, State, Transition, out
-from statecore.errors import (
-    ActionRaisedError,
-    ModelError,
-    NondeterministicActionError,
-    PropertyRaisedError,
-)
-from statecore.explore import (
+from statecore.check.explore import (
     HOLDS,
     UNKNOWN,
     VIOLATED,
     ExplorationInterrupted,
     explore,
     resident_memory,
+)
+from statecore.errors import (
+    ActionRaisedError,
+    ModelError,
+    NondeterministicActionError,
+    PropertyRaisedError,
 )
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.system import Action, ActionLabel, Component, Emitted, Global, Keys, System, Tx
@@ -264,7 +264,7 @@ def test_an_internal_action_that_only_stutters_does_not_hide_a_resting_state() -
 
 def test_the_fuzzer_agrees_a_stutter_is_rest_not_a_livelock() -> None:
     from statecore.adapter import SystemAdapter
-    from statecore.fuzz import fuzz
+    from statecore.fuzzing.fuzz import fuzz
 
     def poll(tx: Tx) -> None:
         tx.get("ticks")

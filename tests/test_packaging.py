@@ -39,7 +39,7 @@ def test_console_script_and_pytest_plugin_are_declared(wheel: zipfile.ZipFile) -
     entry_points = next(n for n in wheel.namelist() if n.endswith("entry_points.txt"))
     text = wheel.read(entry_points).decode()
     assert "statecore = statecore.cli:main" in text
-    assert "statecore = statecore.pytest_plugin" in text
+    assert "statecore = statecore.fuzzing.pytest_plugin" in text
 
 
 def test_the_runtime_core_has_no_dependencies(wheel: zipfile.ZipFile) -> None:

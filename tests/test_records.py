@@ -15,9 +15,9 @@ from typing import Annotated, Any, NamedTuple
 import pytest
 
 from statecore import Event, Machine, State, Transition
+from statecore.check.explore import explore
+from statecore.check.mutation import mutants
 from statecore.errors import ActionError, SystemDefinitionError
-from statecore.explore import explore
-from statecore.mutation import mutants
 from statecore.properties import always, sometimes
 from statecore.system import Action, Component, Global, Keys, StateView, System, Tx
 
@@ -225,7 +225,7 @@ def test_each_put_is_a_mutation_site() -> None:
 
 
 def test_renaming_keeps_a_record_that_equals_a_renamed_tuple() -> None:
-    from statecore.symmetry import _Plan
+    from statecore.check.symmetry import _Plan
 
     j0, j1 = JOBS.values
     plan = _Plan({j0: j1, j1: j0}, (), ())
@@ -237,7 +237,7 @@ def test_renaming_keeps_a_record_that_equals_a_renamed_tuple() -> None:
 
 
 def test_records_in_a_trace_file_keep_their_names_and_read_back(tmp_path: Path) -> None:
-    from statecore.itf import read_itf, write_itf
+    from statecore.traces.itf import read_itf, write_itf
 
     system = typed_system()
     trace = explore(system).result("both_served").trace

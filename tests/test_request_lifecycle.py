@@ -47,12 +47,12 @@ from statecore.models.stream_edge_impl import (
 
 from statecore import REJECTED, TransitionError, step
 from statecore.adapter import Adapter
+from statecore.check.explore import HOLDS, VACUOUS, VIOLATED, Report, explore, reachable
 from statecore.errors import ActionError
-from statecore.explore import HOLDS, VACUOUS, VIOLATED, Report, explore, reachable
-from statecore.fuzz import fuzz, replay_with_adapter
+from statecore.fuzzing.fuzz import fuzz, replay_with_adapter
 from statecore.registry import Target, bundled_adapters, resolve_adapter
 from statecore.system import ActionLabel, Handle, System, SystemState, SystemStep
-from statecore.trace import Trace, TraceStep
+from statecore.traces.trace import Trace, TraceStep
 
 TARGETS: tuple[Target, ...] = rl.TARGETS + se.TARGETS
 BY_NAME = {t.name: t for t in TARGETS}
@@ -309,7 +309,7 @@ def test_edge_machine_late_start() -> None:
 
 def test_symbolic_check_reference_machines_report_nothing() -> None:
     pytest.importorskip("crosshair")
-    from statecore.symbolic import symbolic_check
+    from statecore.check.symbolic import symbolic_check
 
     machines = (*se.STREAM_EDGE_MACHINES, se.segment_machine(se.EVENTS))
     for machine in machines:
@@ -318,7 +318,7 @@ def test_symbolic_check_reference_machines_report_nothing() -> None:
 
 def test_symbolic_check_finds_the_telemetry_raise() -> None:
     pytest.importorskip("crosshair")
-    from statecore.symbolic import symbolic_check
+    from statecore.check.symbolic import symbolic_check
 
     findings = symbolic_check(se.SEGMENT_RAISES, timeout_per_check=1.0)
     assert findings, "the raise on a bad elapsed_ms must be found beyond the samples"

@@ -32,9 +32,9 @@ from statecore.models.request_state_impl import (
     UnknownNamespaceError,
 )
 
-from statecore.explore import HOLDS, VIOLATED, explore
-from statecore.fuzz import fuzz, replay_with_adapter
-from statecore.mutation import mutants
+from statecore.check.explore import HOLDS, VIOLATED, explore
+from statecore.check.mutation import mutants
+from statecore.fuzzing.fuzz import fuzz, replay_with_adapter
 from statecore.registry import Target, resolve_adapter
 
 TARGETS = {t.name: t for t in rs.TARGETS}

@@ -21,14 +21,14 @@ from model_checks import assert_story, in_order, names, report_of
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
 
-from statecore.adequacy import adequacy
+from statecore.check.adequacy import adequacy
+from statecore.check.explore import HOLDS, VIOLATED, explore
+from statecore.check.mutation import mutants
 from statecore.definition import Snapshot
-from statecore.explore import HOLDS, VIOLATED, explore
-from statecore.mutation import mutants
 from statecore.registry import Target
 from statecore.semantics import step
 from statecore.system import ActionLabel, Keys, System, SystemState
-from statecore.trace import Trace
+from statecore.traces.trace import Trace
 
 ALL_TARGETS: tuple[Target, ...] = (*sg.TARGETS, *rx.TARGETS)
 TARGETS = {t.name: t for t in ALL_TARGETS}

@@ -2,7 +2,7 @@
 
 A property no mutant of its own reference model can violate checks nothing
 the model could get wrong (a tautology, or a ghost flag only a variant sets).
-`statecore.adequacy.killers` finds, per property, the first mutant that fails
+`statecore.check.adequacy.killers` finds, per property, the first mutant that fails
 it; the full report with survivors is ``statecore check --adequacy``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from statecore.adequacy import killers
+from statecore.check.adequacy import killers
 from statecore.registry import bundled
 
 MODELS = [t for t in bundled() if t.kind == "model"]

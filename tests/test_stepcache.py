@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system, systems
 
 from statecore import Event, Machine, State, Transition, out
-from statecore.stepcache import ActionFault, SuccessorCache
+from statecore.check.stepcache import ActionFault, SuccessorCache
 from statecore.system import Action, ActionLabel, Component, Global, Keys, System, SystemState, Tx
 
 KEYS = Keys("k", 2)

@@ -1,4 +1,4 @@
-"""Tests for `statecore.symbolic`: payloads beyond the samples that break a machine.
+"""Tests for `statecore.check.symbolic`: payloads beyond the samples that break a machine.
 
 Every finding is also replayed with `statecore.step`, so the tests check that a
 reported payload really does what the finding says in production.
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from statecore import Event, Field, Machine, State, Transition, TransitionError, Var, step
-from statecore.symbolic import KINDS, SymbolicFinding, symbolic_check
+from statecore.check.symbolic import KINDS, SymbolicFinding, symbolic_check
 
 pytest.importorskip("crosshair")
 
@@ -286,7 +286,7 @@ def test_missing_crosshair_says_how_to_install(monkeypatch: pytest.MonkeyPatch) 
 
 def test_importing_statecore_does_not_import_crosshair() -> None:
     code = (
-        "import sys, statecore, statecore.symbolic; "
+        "import sys, statecore, statecore.check.symbolic; "
         "loaded = [m for m in sys.modules if m.split('.')[0] in ('crosshair', 'z3')]; "
         "assert not loaded, loaded"
     )

@@ -19,8 +19,8 @@ from system_strategies import SystemSpec, build_system, systems
 from test_explore import brute_force, check_report, check_trace_shows
 
 from statecore import Event, Machine, State, Transition, out
-from statecore import explore as explore_module
-from statecore.explore import HOLDS, UNKNOWN, VIOLATED, Report, explore
+from statecore.check import explore as explore_module
+from statecore.check.explore import HOLDS, UNKNOWN, VIOLATED, Report, explore
 from statecore.properties import always, monitor, sometimes
 from statecore.system import Action, Component, Emitted, Global, Keys, ModelValue, System, Tx
 

@@ -1,4 +1,4 @@
-"""The trace core: `statecore.path` replays actions, `statecore.judge` judges a path.
+"""The trace core: `statecore.traces.path` replays actions, `statecore.traces.judge` judges a path.
 
 Every tool that follows actions or judges a property along a path goes
 through these two modules, so they are tested here once, directly, on a
@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from statecore import Event, Machine, State, Transition
-from statecore.diagram import system_overview_dot
+from statecore.check.explore import VIOLATED, explore
 from statecore.errors import ActionError, FireError
-from statecore.explore import VIOLATED, explore
-from statecore.judge import HOLDS, judge_path
-from statecore.path import NotEnabledError, follow, take
 from statecore.properties import always, eventually
-from statecore.replay import replay_actions
+from statecore.render.diagram import system_overview_dot
 from statecore.system import Action, ActionLabel, Component, Global, Keys, System, Tx
+from statecore.traces.judge import HOLDS, judge_path
+from statecore.traces.path import NotEnabledError, follow, take
+from statecore.traces.replay import replay_actions
 
 JOBS = Keys("job", 1)
 JOB = Machine(

@@ -24,19 +24,18 @@ import pytest
 
 from statecore import Event, Machine, State, Transition
 from statecore.cli import main
-from statecore.itf import TraceFileError, itf_text, read_header, read_itf, write_itf
 from statecore.properties import sometimes
 from statecore.registry import (
     TargetError,
     bundled,
     load_path,
     resolve,
-    system_for_trace,
-    trace_target,
 )
-from statecore.regression import load_system, regression_test_source
-from statecore.replay import replay, replay_actions
 from statecore.system import Action, ActionLabel, Component, System, Tx
+from statecore.traces.itf import TraceFileError, itf_text, read_header, read_itf, write_itf
+from statecore.traces.regression import load_system, regression_test_source
+from statecore.traces.replay import replay, replay_actions
+from statecore.traces.targets import system_for_trace, trace_target
 
 try:
     import tomllib
@@ -299,7 +298,7 @@ class Spy:
     """Counts the JSON text parsed and the states decoded while a trace is read."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import statecore.itf as itf
+        import statecore.traces.itf as itf
 
         self.chars = 0
         self.decoded: list[int] = []
@@ -386,7 +385,11 @@ def test_text_from_a_trace_file_stays_data_in_a_generated_test(
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
-    assert imported == {"statecore.regression", "statecore.replay", "statecore.system"}
+    assert imported == {
+        "statecore.traces.regression",
+        "statecore.traces.replay",
+        "statecore.system",
+    }
     values = {
         node.targets[0].id: ast.literal_eval(node.value)
         for node in tree.body
@@ -428,7 +431,7 @@ def test_reading_in_small_chunks_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The window the reader keeps may cut a value, a number or a line anywhere."""
-    import statecore.itf_json as itf_json
+    import statecore.traces.itf_json as itf_json
 
     system = resolve(VARIANT)[1]
     obj = json.loads(GOOD.read_text())
@@ -451,7 +454,7 @@ def test_a_file_cut_inside_a_string_is_reported_as_truncated(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import statecore.itf_json as itf_json
+    import statecore.traces.itf_json as itf_json
 
     text = (CORPUS / "good.itf.json").read_text()
     # Cut each string-opening quote's next character: the file ends inside a string.

@@ -39,7 +39,7 @@ from statecore.models.vllm_omni_adapter import (
 )
 
 from statecore.adapter import Adapter
-from statecore.fuzz import PROFILES, Finding, fuzz, state_machine
+from statecore.fuzzing.fuzz import PROFILES, Finding, fuzz, state_machine
 from statecore.properties import Property
 from statecore.registry import load_path
 from statecore.system import ActionLabel, Handle, Keys, System, SystemState

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from statecore.explore import explore
-from statecore.fuzz import fuzz
-from statecore.itf import itf_text, trace_to_itf
+from statecore.check.explore import explore
+from statecore.fuzzing.fuzz import fuzz
 from statecore.registry import resolve, resolve_adapter
+from statecore.traces.itf import itf_text, trace_to_itf
 
 HERE = Path(__file__).resolve().parent
 VARIANT = "stream_edge_start_per_message"

@@ -1,0 +1,582 @@
+"""Exhaustive breadth-first exploration of a bounded `System`.
+
+Every reachable state is visited once (deduplicated by hash, optionally up to
+renaming of interchangeable ids); each property is judged along the way:
+
+* ``always`` in every state, ``sometimes`` until one state satisfies it;
+* ``eventually`` and hot monitor states at every quiescent state (no internal
+  action enabled, or only ones that stutter: same state, no output) and every
+  deadlock;
+* monitors on every step's outputs.
+
+Because the search is breadth-first (one depth level at a time), the first
+violation found of a property has a shortest trace. A property that could
+not have failed is reported *vacuous*: an ``always(..., when=A)`` whose A
+never held, a ``sometimes`` never hit, an ``eventually`` with no quiescent
+state to judge it in.
+
+Successors come from a `statecore.check.stepcache.SuccessorCache`, which runs an
+action only on a combination of read values it has not met before.
+
+Symmetry reduction is used only where it is sound: `statecore.check.symmetry_guard`
+checks, as the search goes, that nothing in the system tells its symmetric ids
+apart. If something does, the search starts again without symmetry and the
+report's `notes` say why. A model that misbehaves - an action or a property
+that raises, an action that is not deterministic - stops the search with a
+`statecore.errors.ModelError` carrying the trace that reached the state.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from typing import Any
+
+from ..errors import (
+    ActionRaisedError,
+    ModelError,
+)
+from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
+from ..system import (
+    ActionLabel,
+    Emitted,
+    StateView,
+    System,
+    SystemStep,
+    TakenTransition,
+)
+from ..traces.judge import (
+    HOLDS,
+    INVARIANT_FALSE,
+    REACHED,
+    UNKNOWN,
+    VACUOUS,
+    VIOLATED,
+    advance_monitors,
+    at_rest,
+    eventually_false,
+    hot_monitor,
+    judge_path,
+    rest_place,
+    vacuity,
+)
+from ..traces.trace import Trace
+from .counterexample import Node, action_error, property_error, rebuild
+from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
+from .stepcache import ActionFault, SuccessorCache
+from .symmetry import Canonicalizer, Renaming, renamings
+from .symmetry_guard import Asymmetry, SymmetryGuard
+
+__all__ = [
+    "HOLDS",
+    "STOPS",
+    "UNKNOWN",
+    "VACUOUS",
+    "VIOLATED",
+    "Coverage",
+    "ExplorationInterrupted",
+    "Progress",
+    "PropertyResult",
+    "Report",
+    "explore",
+    "reachable",
+    "resident_memory",
+]
+
+
+_MONITOR_CACHE = 1 << 16  # monitor steps remembered at most
+_MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
+
+
+def explore(
+    system: System,
+    *,
+    max_states: int | None = None,
+    max_memory: int | None = None,
+    symmetry: bool = True,
+    stop_on_violation: bool = True,
+    properties: tuple[Property, ...] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Report:
+    """Explore `system` breadth-first and judge its properties.
+
+    `max_states` bounds the number of distinct states and `max_memory` the
+    process's resident memory in bytes (the report is then incomplete unless
+    the space was smaller). With `stop_on_violation` the search stops at the
+    first violation; otherwise it runs on and reports the first (shortest)
+    violation of every property. Ctrl-C raises `ExplorationInterrupted` with
+    the partial report; a misbehaving model raises `ModelError`.
+    """
+    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
+        if bound is not None and bound <= 0:
+            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
+    limits = (max_states, max_memory, stop_on_violation, progress)
+    # The visited set only grows and holds no cycles: the cyclic collector
+    # would rescan it again and again for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            return _Explorer(system, properties, symmetry, *limits).run()
+        except Asymmetry as exc:
+            note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
+        try:
+            report = _Explorer(system, properties, False, *limits).run()
+        except ExplorationInterrupted as stopped:
+            stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
+            raise
+        return replace(report, notes=(note, *report.notes))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Explorer:
+    def __init__(
+        self,
+        system: System,
+        properties: tuple[Property, ...] | None,
+        symmetry: bool,
+        max_states: int | None,
+        max_memory: int | None,
+        stop_on_violation: bool,
+        progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.system = system
+        self.props = tuple(system.properties if properties is None else properties)
+        self.monitors = tuple(p for p in self.props if p.kind == "monitor")
+        self.monitor_ids = tuple(p.id for p in self.monitors)
+        self.group: tuple[Renaming, ...] = renamings(system) if symmetry else ({},)
+        self.canonicalizer = Canonicalizer(system)
+        self.symmetry = symmetry and self.canonicalizer.active
+        self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
+        verify = self.guard.check_run if self.guard is not None else None
+        self.successors = SuccessorCache(system, verify=verify)
+        self.max_states = max_states
+        self.max_memory = max_memory
+        self.stop = ""  # why the search stopped early, a key of STOPS
+        self.stop_on_violation = stop_on_violation
+        self.progress = progress
+        self.parents: dict[Node, tuple[Node, ActionLabel] | None] = {}
+        self.results: dict[str, PropertyResult] = {}
+        self.when_seen: set[str] = set()
+        self.quiescent_seen = False
+        # Monitor refusals met while expanding the current depth, committed when
+        # the search moves one level deeper (see `_commit_refusals`).
+        self.refusals: dict[str, tuple[Property, Node, ActionLabel, str]] = {}
+        # Transitions taken, counted per step's tuple of them (see `_coverage`).
+        self.taken: Counter[tuple[TakenTransition, ...]] = Counter()
+        self.monitor_steps: dict[
+            tuple[tuple[MonitorState, ...], tuple[Emitted, ...]],
+            tuple[tuple[MonitorState, ...], list[tuple[Property, str]]],
+        ] = {}
+        self.transitions = 0
+        self.depth = 0
+        self.complete = True  # False once max_states turned a new state away
+        self.violated = False
+        self.last_report = 0.0
+        # The always and sometimes properties still to judge in each new state.
+        self.state_props = self._undecided_state_props()
+
+    # -- the search ------------------------------------------------------------
+
+    def run(self) -> Report:
+        start = time.perf_counter()
+        try:
+            self._search(start)
+        except KeyboardInterrupt:
+            self.stop = "interrupted"
+            raise ExplorationInterrupted(self._report(False, time.perf_counter() - start)) from None
+        return self._report(self.complete and not self.stop, time.perf_counter() - start)
+
+    def _search(self, start: float) -> None:
+        level = self._initial_nodes()
+        self.last_report = start
+        depth = 0
+        while level:
+            deeper: list[Node] = []
+            if not self._expand_level(level, depth, deeper, start) or not deeper:
+                break
+            # One level deeper: the refusals held back so far have shortest traces.
+            if not self._done():
+                self._commit_refusals()
+            if self._done():
+                self.stop = "violation"
+                break
+            level, depth = deeper, depth + 1
+        if not self.stop:  # a held-back refusal of an early stop might not be a shortest one
+            self._commit_refusals()
+            if not self.complete:
+                self.stop = "max_states"
+
+    def _initial_nodes(self) -> list[Node]:
+        try:
+            states = self.system.init_states()
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise ActionRaisedError(f"system {self.system.name!r}: init raised {exc!r}") from exc
+        if self.guard is not None:
+            self.guard.check_initial(states)
+        level: list[Node] = []
+        for state in states:
+            node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
+            if node not in self.parents:
+                self.parents[node] = None
+                level.append(node)
+                self._check_state(node)
+        return level
+
+    def _expand_level(
+        self, level: list[Node], depth: int, deeper: list[Node], start: float
+    ) -> bool:
+        """Expand every node of `level` into `deeper`; False if the search must stop."""
+        for index, node in enumerate(level):
+            if self._done():
+                self.stop = "violation"
+                return False
+            self.depth = depth
+            self._expand(node, deeper)
+            if index % _MEMORY_EVERY == 0 and self._out_of_memory():
+                self.stop = "max_memory"
+                return False
+            if self.progress is not None and time.perf_counter() - self.last_report > 0.5:
+                self._report_progress(start, depth, len(level) - index - 1 + len(deeper))
+        return True
+
+    def _out_of_memory(self) -> bool:
+        return self.max_memory is not None and resident_memory() > self.max_memory
+
+    def _expand(self, node: Node, deeper: list[Node]) -> None:
+        """Judge `node` where it rests, and queue its new successors in `deeper`."""
+        try:
+            steps = self.successors(node[0])
+        except ActionFault as fault:
+            raise self._fault(node, fault) from fault.cause
+        if at_rest(node[0], steps):
+            self._check_quiescent(node, deadlock=not steps)
+        self.transitions += len(steps)
+        parents = self.parents
+        taken = self.taken
+        monitors = node[1:]
+        canon = self.canonicalizer if self.symmetry else None
+        limit = self.max_states
+        unbounded = limit is None
+        for step_ in steps:
+            if step_.taken:
+                taken[step_.taken] += 1
+            if monitors:
+                nxt = (step_.state, *self._advance_monitors(node, step_))
+            else:
+                nxt = (step_.state,)
+            if canon is not None:
+                nxt = canon(nxt)
+            entry = (node, step_.action)
+            if unbounded:
+                if parents.setdefault(nxt, entry) is not entry:
+                    continue  # seen before (one hash of the node, not two)
+            elif nxt in parents:
+                continue
+            elif limit is not None and len(parents) >= limit:
+                self.complete = False
+                continue
+            else:
+                parents[nxt] = entry
+            deeper.append(nxt)
+            if self.state_props:
+                self._check_state(nxt)
+
+    def _done(self) -> bool:
+        return self.stop_on_violation and self.violated
+
+    def _report_progress(self, start: float, depth: int, queued: int) -> None:
+        assert self.progress is not None
+        self.last_report = time.perf_counter()
+        self.progress(
+            Progress(len(self.parents), self.transitions, depth, queued, self.last_report - start)
+        )
+
+    def _canon(self, node: Node) -> Node:
+        return self.canonicalizer(node) if self.symmetry else node
+
+    def _advance_monitors(self, node: Node, step_: SystemStep) -> tuple[MonitorState, ...]:
+        """The monitor states after `step_`, holding back any refusal (see `_commit_refusals`).
+
+        Stepping the monitors is pure, so it is cached on the monitor states
+        and the step's outputs.
+        """
+        monitors: tuple[MonitorState, ...] = node[1:]
+        if not step_.outputs:
+            return monitors
+        key = (monitors, step_.outputs)
+        found = self.monitor_steps.get(key)
+        if found is None:
+            if len(self.monitor_steps) >= _MONITOR_CACHE:
+                self.monitor_steps.clear()
+            found = self.monitor_steps[key] = self._monitor_step(node, monitors, step_)
+        after, refusals = found
+        for prop, detail in refusals:
+            if prop.id not in self.results:
+                self.refusals.setdefault(prop.id, (prop, node, step_.action, detail))
+        return after
+
+    def _commit_refusals(self) -> None:
+        """Report the monitor refusals met while expanding the last depth.
+
+        A refusal found while expanding a node of depth d has a trace of d + 1
+        steps, but a hot monitor at a quiescent node of depth d (checked when
+        that node is popped, possibly later) has one of d. Holding refusals
+        back until every node of depth d is popped keeps each reported trace
+        a shortest one.
+        """
+        for prop, node, action, detail in self.refusals.values():
+            self._violate(prop, node, action, detail)
+        self.refusals.clear()
+
+    def _monitor_step(
+        self, node: Node, monitors: tuple[MonitorState, ...], step_: SystemStep
+    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
+        """`_step_monitors`, checked for symmetry, with a raising router reported on `node`."""
+        try:
+            after, refusals = self._step_monitors(monitors, step_.outputs)
+            if self.guard is not None:
+                self.guard.check_monitor_step(
+                    self.monitor_ids,
+                    monitors,
+                    step_.outputs,
+                    after,
+                    tuple(p.id for p, _ in refusals),
+                    self._refused_ids,
+                )
+        except _PropertyFault as fault:
+            raise self._property_error(fault, node, step_.action) from fault.cause
+        return after, refusals
+
+    def _refused_ids(
+        self, monitors: tuple[Hashable, ...], outputs: tuple[Hashable, ...]
+    ) -> tuple[tuple[Hashable, ...], tuple[str, ...]]:
+        after, refusals = self._step_monitors(monitors, outputs)  # type: ignore[arg-type]
+        return after, tuple(p.id for p, _ in refusals)
+
+    def _step_monitors(
+        self, monitors: tuple[MonitorState, ...], outputs: tuple[Emitted, ...]
+    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
+        """Feed a step's outputs to every monitor: the new monitor states and refusals.
+
+        A refused output leaves its monitor where it was, so the search goes on
+        past a monitor violation: the system state is reachable all the same,
+        and the other properties must still be judged there.
+        """
+        return advance_monitors(self.monitors, monitors, outputs, _router_fault)
+
+    # -- judging ---------------------------------------------------------------
+
+    def _undecided_state_props(self) -> list[Property]:
+        return [
+            p for p in self.props if p.kind in ("always", "sometimes") and p.id not in self.results
+        ]
+
+    def _settle(self, result: PropertyResult) -> None:
+        self.results[result.property.id] = result
+        self.violated = self.violated or result.verdict == VIOLATED
+        self.state_props = self._undecided_state_props()
+
+    def _check_state(self, node: Node) -> None:
+        view = self.system.view(node[0])
+        images = self.guard.images(node) if self.guard is not None else ()
+        for prop in self.state_props:
+            assert prop.predicate is not None
+            if prop.id in self.results:  # settled earlier in this loop
+                continue
+            if prop.kind == "always":
+                if prop.when is not None:
+                    if not self._holds(prop, "its condition", prop.when, node, view, images):
+                        continue
+                    self.when_seen.add(prop.id)
+                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
+                    self._violate(prop, node, None, INVARIANT_FALSE)
+            elif self._holds(prop, "its predicate", prop.predicate, node, view, images):
+                trace = self._trace(node, None, prop, "witness", REACHED)
+                self._settle(PropertyResult(prop, HOLDS, trace, REACHED))
+
+    def _holds(
+        self,
+        prop: Property,
+        part: str,
+        predicate: Callable[[StateView[Any]], bool],
+        node: Node,
+        view: StateView[Any],
+        images: list[tuple[Renaming, Node]] | tuple[()],
+    ) -> bool:
+        """`predicate` at `node`, the same on every renaming of it when symmetry is on."""
+        system = self.system
+        try:
+            value = bool(predicate(view))
+            if images:
+                assert self.guard is not None
+                self.guard.check_value(
+                    f"{part} of property {prop.id!r}",
+                    lambda image: predicate(system.view(image[0])),
+                    value,
+                    images,
+                )
+        except Asymmetry:
+            raise
+        except Exception as exc:
+            raise self._property_error(_PropertyFault(prop, part, exc), node, None) from exc
+        return value
+
+    def _check_quiescent(self, node: Node, deadlock: bool) -> None:
+        self.quiescent_seen = True
+        view = self.system.view(node[0])
+        images = self.guard.images(node) if self.guard is not None else ()
+        where = rest_place(deadlock)
+        for prop in self.props:
+            if prop.id in self.results:
+                continue
+            if prop.kind == "eventually":
+                assert prop.predicate is not None
+                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
+                    self._violate(prop, node, None, eventually_false(where))
+            elif prop.kind == "monitor":
+                index = 1 + self.monitors.index(prop)
+                pending = pending_hot(prop, node[index])
+                if self.guard is not None:
+                    self.guard.check_value(
+                        f"monitor {prop.id!r}",
+                        lambda image, p=prop, i=index: pending_hot(p, image[i]),  # type: ignore[misc]
+                        pending,
+                        images,
+                    )
+                if pending:
+                    self._violate(prop, node, None, hot_monitor(prop, node[index], where))
+
+    def _violate(self, prop: Property, node: Node, action: ActionLabel | None, detail: str) -> None:
+        if prop.id in self.results:
+            return
+        trace = self._trace(node, action, prop, VIOLATED, detail)
+        self._settle(PropertyResult(prop, VIOLATED, trace, detail))
+
+    # -- a model that misbehaves ------------------------------------------------
+
+    def _fault(self, node: Node, fault: ActionFault) -> ModelError:
+        """The `ModelError` for an action that raised or is not deterministic at `node`."""
+        return action_error(self.system, fault, self._path(node))
+
+    def _property_error(
+        self, fault: _PropertyFault, node: Node, last: ActionLabel | None
+    ) -> ModelError:
+        what = f"{fault.part} of property {fault.prop.id!r}"
+        return property_error(self.system, what, fault.cause, last, self._path(node))
+
+    def _path(self, node: Node) -> Trace:
+        """The trace to `node`, for an error message: no property is judged."""
+        return self._trace(node, None, None, "", "")
+
+    def _trace(
+        self,
+        node: Node,
+        last: ActionLabel | None,
+        prop: Property | None,
+        verdict: str,
+        detail: str,
+    ) -> Trace:
+        """The concrete path to `node` (then `last`), with what it shows (`rebuild`)."""
+        steps = rebuild(
+            self.system, self.parents, node, last, self._canon, self.group, self._step_monitors
+        )
+        if prop is None:
+            return Trace(self.system.name, tuple(steps), "", verdict, detail)
+        if prop.kind == "monitor" and verdict == VIOLATED and self.symmetry:
+            # The detail was worded on a renamed state; word it on the real path.
+            detail = judge_path(self.system, prop, steps)[1] or detail
+        return Trace(self.system.name, tuple(steps), prop.id, verdict, detail)
+
+    # -- the report ------------------------------------------------------------
+
+    def _report(self, complete: bool, seconds: float) -> Report:
+        results = tuple(self._verdict(prop, complete) for prop in self.props)
+        return Report(
+            self.system,
+            results,
+            len(self.parents),
+            self.transitions,
+            self.depth,
+            seconds,
+            complete,
+            self.symmetry,
+            self._coverage(),
+            "" if complete else self.stop,
+        )
+
+    def _verdict(self, prop: Property, complete: bool) -> PropertyResult:
+        """The verdict on `prop` once the search is over (or stopped)."""
+        found = self.results.get(prop.id)
+        if found is not None:
+            return found
+        if not complete:
+            # Holding, and vacuity alike, are claims about every reachable
+            # state: only a complete search can make them.
+            return PropertyResult(prop, UNKNOWN, None, f"undecided: {STOPS[self.stop]}")
+        vacuous = vacuity(prop, prop.id in self.when_seen, self.quiescent_seen)
+        if vacuous:
+            return PropertyResult(prop, VACUOUS, None, vacuous)
+        return PropertyResult(prop, HOLDS, None, "")
+
+    def _coverage(self) -> tuple[Coverage, ...]:
+        counts: Counter[tuple[str, str]] = Counter()
+        for transitions, times in self.taken.items():
+            for t in transitions:
+                counts[(t.component, t.transition)] += times
+        result: list[Coverage] = []
+        for comp in self.system.components:
+            names = [t.name for t in comp.machine.transitions]
+            taken = {n: counts[(comp.name, n)] for n in names if counts[(comp.name, n)]}
+            never = tuple(n for n in names if n not in taken)
+            result.append(Coverage(comp.name, comp.machine.name, taken, never))
+        return tuple(result)
+
+
+def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
+    """Every reachable system state (a convenience for tests and tools)."""
+    report_states: set[Hashable] = set()
+    explorer = _Explorer(system, (), symmetry, None, None, False, None)
+    try:
+        explorer.run()
+    except Asymmetry:
+        explorer = _Explorer(system, (), False, None, None, False, None)
+        explorer.run()
+    for node in explorer.parents:
+        report_states.add(node[0])
+    return report_states
+
+
+class _PropertyFault(Exception):
+    """A property's predicate, condition or router raised; `part` says which."""
+
+    def __init__(self, prop: Property, part: str, cause: Exception) -> None:
+        super().__init__(f"{part} of property {prop.id!r} raised {cause!r}")
+        self.prop = prop
+        self.part = part
+        self.cause = cause
+
+
+def _router_fault(prop: Property, cause: Exception) -> _PropertyFault:
+    return _PropertyFault(prop, "its router", cause)
+
+
+def resident_memory() -> int:
+    """The process's resident memory in bytes (its peak where the current is not known)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024

@@ -1,0 +1,106 @@
+"""What an exploration reports: a verdict per property, counts, coverage.
+
+`statecore.check.explore.explore` returns a `Report`; `statecore.traces.replay` gives a
+`PropertyResult` for one path. The verdict words are `statecore.traces.judge`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..system import System
+from ..traces.judge import PropertyResult
+
+__all__ = [
+    "STOPS",
+    "Coverage",
+    "ExplorationInterrupted",
+    "Progress",
+    "PropertyResult",
+    "Report",
+]
+
+# Why a search stopped before it finished (`Report.stop`), in words.
+STOPS = {
+    "violation": "the search stopped at the first violation",
+    "max_states": "the search hit its state bound",
+    "max_memory": "the search hit its memory bound",
+    "interrupted": "the search was interrupted",
+}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which transitions of one component's machine exploration took."""
+
+    component: str
+    machine: str
+    taken: dict[str, int]
+    never: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        """The number of transitions the machine declares."""
+        return len(self.taken) + len(self.never)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress sample, for a progress line on a terminal."""
+
+    states: int
+    transitions: int
+    depth: int
+    queue: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        """Distinct states per second so far."""
+        return self.states / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of one exploration."""
+
+    system: System
+    results: tuple[PropertyResult, ...]
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    complete: bool
+    symmetry: bool
+    coverage: tuple[Coverage, ...] = field(default=())
+    stop: str = ""  # why the search stopped early (a key of `STOPS`), "" if it finished
+    notes: tuple[str, ...] = ()  # what the user must know to read the verdicts
+
+    @property
+    def ok(self) -> bool:
+        """True when the search finished and every property holds."""
+        return self.complete and all(r.ok for r in self.results)
+
+    @property
+    def rate(self) -> float:
+        """Distinct states per second."""
+        return self.states / self.seconds if self.seconds > 0 else float(self.states)
+
+    def result(self, property_id: str) -> PropertyResult:
+        """The result for `property_id`."""
+        for r in self.results:
+            if r.property.id == property_id:
+                return r
+        raise KeyError(f"no property {property_id!r} in report of {self.system.name!r}")
+
+    def violations(self) -> tuple[PropertyResult, ...]:
+        """Results that are not `holds`."""
+        return tuple(r for r in self.results if not r.ok)
+
+
+class ExplorationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped `explore`; `report` is what was decided so far (stop ``interrupted``)."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__("the search was interrupted")
+        self.report = report

@@ -1,0 +1,285 @@
+"""Memoised successors: each action attempt as a decision tree over what it reads.
+
+An action is a deterministic function of the slots and globals it reads
+through its `Tx`, so what one attempt (an action with fixed arguments) does
+is decided by the values of the locations it read, in the order it read them.
+`SuccessorCache` keeps one tree per attempt: an inner node names the location
+read next and branches on its value; a leaf is the outcome (disabled, or the
+values written with the outputs and transitions). Expanding a state walks
+each tree; only a path never seen before runs the action, recording its reads.
+
+Most attempts are disabled after one or two reads, so most of the explorer's
+successor work becomes a few dictionary lookups, and the states it builds
+share their slot and global objects.
+
+Values are told apart by equality, as the explorer's visited set tells states
+apart. An action that looks at the whole state (`Tx.before`, or `Tx.result()`
+inside the action) reads everything: such a run is used but not cached.
+
+The cache is only as good as that premise, so it is checked where it costs
+least: each attempt the cache learns from is run twice, and two runs that
+differ (an action reading a clock, `random` or a counter of its own) stop the
+search with `ActionFault`. So does an action that raises. A `verify` hook
+(the symmetry guard) sees every real run too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
+
+from ..system import System
+from ..system_parts import ActionLabel, Emitted, Slot, SystemState, SystemStep, TakenTransition
+from ..transaction import Disabled, Tx
+
+# Slot i is location i; global j is location ~j (negative).
+Location = int
+
+
+class Run(NamedTuple):
+    """What one run of an attempt did: everything the cache and its checks compare.
+
+    `outcome` is None for a disabled attempt, else the slots and globals
+    written (by index), the outputs and the machine transitions taken.
+    """
+
+    reads: tuple[tuple[Location, Any], ...]
+    outcome: (
+        tuple[
+            tuple[tuple[int, Slot], ...],
+            tuple[tuple[int, Hashable], ...],
+            tuple[Emitted, ...],
+            tuple[TakenTransition, ...],
+        ]
+        | None
+    )
+    whole: bool  # the run looked at the whole state: it cannot be cached
+
+
+class ActionFault(Exception):
+    """An attempt raised, or two runs of it on one state differed.
+
+    The explorer turns it into a `statecore.errors.ModelError` with the trace
+    that reached `state`.
+    """
+
+    def __init__(
+        self, label: ActionLabel, state: SystemState, problem: str, cause: BaseException | None
+    ) -> None:
+        super().__init__(f"{label}: {problem}")
+        self.label = label
+        self.state = state
+        self.problem = problem
+        self.cause = cause
+
+
+def run_attempt(system: System, index: int, state: SystemState) -> Run:
+    """Run attempt `index` of `system` once on `state`; raise `ActionFault` if it raises.
+
+    What the run did is read from the transaction's `Tx.record` (a
+    `statecore.transaction.TxRecord`), its one interface for this.
+    """
+    action, args, kwargs = system.attempts[index]
+    tx: Tx[Any] = Tx(system, state)
+    try:
+        action.run(tx, **kwargs)
+    except Disabled:
+        record = tx.record()
+        return Run(record.reads, None, record.whole)
+    except Exception as exc:
+        label = ActionLabel(action.name, args)
+        raise ActionFault(label, state, f"raised {exc!r}", exc) from exc
+    record = tx.record()
+    outcome = (record.slot_writes, record.value_writes, record.outputs, record.taken)
+    return Run(record.reads, outcome, record.whole)
+
+
+# Called with (attempt index, state, run) after every real run of an attempt.
+Verify = Callable[[int, SystemState, Run], None]
+
+_new = tuple.__new__
+
+
+class _Leaf:
+    """What an enabled attempt does: its writes and the step's fixed parts."""
+
+    __slots__ = ("actor", "internal", "label", "outputs", "slot_writes", "taken", "value_writes")
+
+    def __init__(
+        self,
+        label: ActionLabel,
+        actor: str,
+        internal: bool,
+        slot_writes: tuple[tuple[int, Slot], ...],
+        value_writes: tuple[tuple[int, Hashable], ...],
+        outputs: tuple[Emitted, ...],
+        taken: tuple[TakenTransition, ...],
+    ) -> None:
+        self.label = label
+        self.actor = actor
+        self.internal = internal
+        self.slot_writes = slot_writes
+        self.value_writes = value_writes
+        self.outputs = outputs
+        self.taken = taken
+
+    def step(self, state: SystemState) -> SystemStep:
+        """The step this outcome makes from `state`."""
+        slots, values = state
+        if self.slot_writes:
+            new_slots = list(slots)
+            for index, slot in self.slot_writes:
+                new_slots[index] = slot
+            slots = tuple(new_slots)
+        if self.value_writes:
+            new_values = list(values)
+            for index, value in self.value_writes:
+                new_values[index] = value
+            values = tuple(new_values)
+        nxt = _new(SystemState, (slots, values))
+        return _new(
+            SystemStep, (self.label, self.actor, self.internal, nxt, self.outputs, self.taken)
+        )
+
+
+class _Probe:
+    """An inner node: read `location`, then follow the branch of its value."""
+
+    __slots__ = ("branches", "location")
+
+    def __init__(self, location: Location) -> None:
+        self.location = location
+        self.branches: dict[Any, _Node] = {}
+
+
+class _Mark:
+    """A sentinel leaf."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_OFF = _Mark("disabled")
+_UNKNOWN = _Mark("unknown")  # a path no run has taken yet
+
+_Node = _Probe | _Leaf | _Mark
+
+
+class SuccessorCache:
+    """`System.successors`, memoised per attempt on the locations it reads.
+
+    The trees stop growing at `max_nodes` nodes; past that, new paths are
+    run directly every time.
+    """
+
+    def __init__(
+        self, system: System, max_nodes: int = 1 << 21, verify: Verify | None = None
+    ) -> None:
+        self.system = system
+        self._attempts = system.attempts
+        self._labels = system.labels()
+        self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
+        self._room = max_nodes
+        self._verify = verify
+        self.runs = 0  # real runs of an attempt (each learned path is run twice)
+
+    def __call__(self, state: SystemState) -> list[SystemStep]:
+        """Every enabled action in `state` with the step it makes, as `System.successors`."""
+        slots, values = state
+        steps: list[SystemStep] = []
+        for index, node in enumerate(self._roots):
+            while type(node) is _Probe:
+                location = node.location
+                value = slots[location] if location >= 0 else values[~location]
+                node = node.branches.get(value, _UNKNOWN)
+            if node is _OFF:
+                continue
+            if node is _UNKNOWN:
+                node = self._learn(index, state)
+            if type(node) is _Leaf:
+                steps.append(node.step(state))
+        return steps
+
+    def _learn(self, index: int, state: SystemState) -> _Leaf | _Mark:
+        """Run attempt `index` on `state` (twice: it must be deterministic) and remember it."""
+        run = run_attempt(self.system, index, state)
+        again = run_attempt(self.system, index, state)
+        self.runs += 2
+        if again != run:
+            raise ActionFault(
+                self._labels[index],
+                state,
+                "is not deterministic: two runs on the same state differ "
+                f"({_difference(run, again)}); an action must be a function of what it "
+                "reads through its Tx (no clock, random or state kept outside the model)",
+                None,
+            )
+        if self._verify is not None:
+            self._verify(index, state, run)
+        leaf: _Leaf | _Mark
+        if run.outcome is None:
+            leaf = _OFF
+        else:
+            action = self._attempts[index][0]
+            leaf = _Leaf(self._labels[index], action.actor, action.internal, *run.outcome)
+        if not run.whole and self._room > 0:
+            self._insert(index, state, list(run.reads), leaf)
+        return leaf
+
+    def _insert(
+        self,
+        index: int,
+        state: SystemState,
+        reads: list[tuple[Location, Any]],
+        leaf: _Leaf | _Mark,
+    ) -> None:
+        """Add the path `reads` -> `leaf` to the tree of attempt `index`.
+
+        A path that disagrees with the tree (another location read after the
+        same values) comes from an action that is not deterministic.
+        """
+        parent: dict[Any, _Node] | None = None
+        key: Any = None
+        node = self._roots[index]
+        for location, value in reads:
+            if node is _UNKNOWN:
+                node = _Probe(location)
+                self._attach(index, parent, key, node)
+            if not isinstance(node, _Probe) or node.location != location:
+                raise ActionFault(
+                    self._labels[index],
+                    state,
+                    "is not deterministic: after reading the same values it read another "
+                    "location than on an earlier state",
+                    None,
+                )
+            parent, key = node.branches, value
+            node = parent.get(value, _UNKNOWN)
+        if node is _UNKNOWN:
+            self._attach(index, parent, key, leaf)
+
+    def _attach(self, index: int, parent: dict[Any, _Node] | None, key: Any, node: _Node) -> None:
+        self._room -= 1
+        if parent is None:
+            self._roots[index] = node
+        else:
+            parent[key] = node
+
+
+def _difference(first: Run, second: Run) -> str:
+    """Which part of two runs of one attempt differs, in words."""
+    if first.reads != second.reads:
+        return "they read different locations or values"
+    if (first.outcome is None) != (second.outcome is None):
+        return "one was enabled and the other disabled"
+    assert first.outcome is not None and second.outcome is not None
+    parts = ("slots written", "globals written", "outputs", "transitions taken")
+    for part, a, b in zip(parts, first.outcome, second.outcome):
+        if a != b:
+            return f"the {part} differ: {a!r} then {b!r}"
+    return "they looked at the whole state differently"

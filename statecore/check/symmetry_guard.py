@@ -1,0 +1,236 @@
+"""Checking, while exploring, that a system really cannot tell its symmetric ids apart.
+
+Symmetry reduction keeps one state per orbit (see `statecore.check.symmetry`). Its
+verdicts equal those of the full search exactly when renaming the ids is an
+automorphism of everything the verdicts depend on:
+
+1. the initial states are closed under renaming;
+2. the attempts (action, arguments) are closed under renaming;
+3. each step commutes with renaming: attempt ``π(a)`` on state ``π(s)``
+   does what ``a`` does on ``s``, renamed;
+4. each property's predicate (and ``when``) has one value on a whole orbit,
+   each monitor step commutes with renaming, and a hot monitor state stays hot.
+
+Then by induction every reachable state is a renaming of an explored
+representative, and it has the same successors (renamed) and the same
+property values. `SymmetryGuard` checks all four where the explorer already
+looks, so the checks cost little:
+
+* 1 and 2 once, before the search;
+* 3 on every real run of an attempt (`statecore.check.stepcache` runs an attempt
+  only on a combination of read values it has not met; a run of ``π(a)`` on
+  ``π(s)`` reading the renamed locations with the renamed values and writing
+  the renamed results covers every state that agrees on those reads);
+* 4 on every representative, for every property still undecided, and on every
+  monitor step the explorer computes.
+
+A failed check raises `Asymmetry`; `statecore.check.explore.explore` then explores
+again without symmetry and says why in the report's notes. A verdict is never
+taken from a reduction that was not shown sound for the states it covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from ..system import ActionLabel, ModelValue, System, SystemState
+from .stepcache import ActionFault, Run, run_attempt
+from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
+
+# A monitor step as the guard sees it: (monitor states, outputs) -> (after, refused ids).
+MonitorStep = Callable[
+    [tuple[Hashable, ...], tuple[Hashable, ...]], tuple[tuple[Hashable, ...], tuple[str, ...]]
+]
+
+
+class Asymmetry(Exception):
+    """The system tells symmetric ids apart; `reason` says where."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SymmetryGuard:
+    """The soundness checks of symmetry reduction; see the module docstring."""
+
+    def __init__(self, system: System, canonicalizer: Canonicalizer) -> None:
+        self.system = system
+        self.renamings: tuple[Renaming, ...] = tuple(
+            r for r in renamings(system) if any(k != v for k, v in r.items())
+        )
+        self._images = canonicalizer.images
+        labels = system.labels()
+        index_of = {label: i for i, label in enumerate(labels)}
+        # Per renaming: the attempt each attempt becomes, and where each slot moves.
+        self._attempt_maps: list[tuple[int, ...]] = []
+        for renaming in self.renamings:
+            mapped = []
+            for label in labels:
+                image = rename(label, renaming)
+                if image not in index_of:
+                    raise Asymmetry(
+                        f"action {label.name!r} takes {_ids_in(label)} as an argument but "
+                        f"not every id of the same set (no attempt {image})"
+                    )
+                mapped.append(index_of[image])
+            self._attempt_maps.append(tuple(mapped))
+        self._slot_maps = [_slot_map(system, r) for r in self.renamings]
+
+    # -- 1: the initial states ------------------------------------------------------
+
+    def check_initial(self, states: Sequence[SystemState]) -> None:
+        """Initial states must be closed under renaming."""
+        known = set(states)
+        for state in states:
+            for renaming in self.renamings:
+                if rename_state(self.system, state, renaming) not in known:
+                    raise Asymmetry(
+                        f"the initial state is not symmetric in {_names(renaming)}: "
+                        "init treats one id differently from another"
+                    )
+
+    # -- 3: steps -----------------------------------------------------------------
+
+    def check_run(self, index: int, state: SystemState, run: Run) -> None:
+        """Attempt `index`'s `run` on `state`, renamed, must be what its image does."""
+        for renaming, attempts, slots in zip(self.renamings, self._attempt_maps, self._slot_maps):
+            other = attempts[index]
+            image = rename_state(self.system, state, renaming)
+            try:
+                observed = run_attempt(self.system, other, image)
+            except ActionFault as fault:
+                raise Asymmetry(
+                    f"action {fault.label} raised on a renaming of a state where "
+                    f"{self._label(index)} did not ({fault.problem})"
+                ) from None
+            expected = _renamed_run(run, renaming, slots)
+            if _comparable(observed) != _comparable(expected):
+                raise Asymmetry(
+                    f"action {self._label(other)} does not do what {self._label(index)} "
+                    f"does with the ids renamed ({_names(renaming)}): "
+                    f"{_what_differs(expected, observed)}"
+                )
+
+    def _label(self, index: int) -> ActionLabel:
+        return self.system.labels()[index]
+
+    # -- 4: properties --------------------------------------------------------------
+
+    def images(self, node: Any) -> list[tuple[Renaming, Any]]:
+        """Every renaming of explorer node `node` that is not `node` itself."""
+        return [(r, image) for r, image in self._images(node) if image != node]
+
+    def check_value(
+        self,
+        what: str,
+        judge: Callable[[Any], object],
+        value: object,
+        images: Sequence[tuple[Renaming, Any]],
+    ) -> None:
+        """`judge` must give `value` (as a truth value) on every renaming of a node."""
+        truth = bool(value)
+        for renaming, image in images:
+            if bool(judge(image)) != truth:
+                raise Asymmetry(
+                    f"{what} tells symmetric ids apart: its value in a reachable state "
+                    f"changes with {_names(renaming)}"
+                )
+
+    def check_monitor_step(
+        self,
+        ids: Sequence[str],
+        before: tuple[Hashable, ...],
+        outputs: tuple[Hashable, ...],
+        after: tuple[Hashable, ...],
+        refused: tuple[str, ...],
+        step: MonitorStep,
+    ) -> None:
+        """A monitor step on renamed monitor states and outputs gives the renamed result."""
+        for renaming in self.renamings:
+            got_after, got_refused = step(rename(before, renaming), rename(outputs, renaming))
+            expected_after = rename(after, renaming)
+            for index, prop_id in enumerate(ids):
+                if (prop_id in got_refused) != (prop_id in refused) or (
+                    got_after[index] != expected_after[index]
+                ):
+                    shown = ", ".join(_output_text(e) for e in outputs)
+                    raise Asymmetry(
+                        f"monitor {prop_id!r} tells symmetric ids apart: it steps one way on "
+                        f"the outputs {shown} and another on the same outputs with "
+                        f"{_names(renaming)}"
+                    )
+
+
+def _slot_map(system: System, renaming: Renaming) -> tuple[int, ...]:
+    """Where each slot lands under `renaming`."""
+    result = []
+    for component, key in system.slot_keys():
+        new_key = renaming.get(key, key) if isinstance(key, ModelValue) else key
+        result.append(system.slot_index(component, new_key))
+    return tuple(result)
+
+
+def _renamed_location(location: int, slots: tuple[int, ...]) -> int:
+    return slots[location] if location >= 0 else location
+
+
+def _renamed_run(run: Run, renaming: Renaming, slots: tuple[int, ...]) -> Run:
+    """`run` as its image should look: locations moved, values renamed."""
+    reads = tuple((_renamed_location(loc, slots), rename(v, renaming)) for loc, v in run.reads)
+    if run.outcome is None:
+        return Run(reads, None, run.whole)
+    slot_writes, value_writes, outputs, taken = run.outcome
+    return Run(
+        reads,
+        (
+            tuple((slots[i], rename(v, renaming)) for i, v in slot_writes),
+            tuple((i, rename(v, renaming)) for i, v in value_writes),
+            rename(outputs, renaming),
+            taken,
+        ),
+        run.whole,
+    )
+
+
+def _comparable(run: Run) -> tuple[object, ...]:
+    """A run with its order-free parts as sets: reading in another order is fine."""
+    if run.outcome is None:
+        return (frozenset(run.reads), None)
+    slot_writes, value_writes, outputs, taken = run.outcome
+    return (frozenset(run.reads), frozenset(slot_writes), frozenset(value_writes), outputs, taken)
+
+
+def _what_differs(expected: Run, observed: Run) -> str:
+    if (expected.outcome is None) != (observed.outcome is None):
+        enabled = "enabled" if expected.outcome is not None else "disabled"
+        return f"one is {enabled} and the other is not"
+    if frozenset(expected.reads) != frozenset(observed.reads):
+        return "they read different locations"
+    assert expected.outcome is not None and observed.outcome is not None
+    parts = ("slots written", "globals written", "outputs", "transitions taken")
+    for part, a, b in zip(parts, _comparable(expected)[1:], _comparable(observed)[1:]):
+        if a != b:
+            return f"the {part} differ"
+    return "their results differ"
+
+
+def _names(renaming: Renaming) -> str:
+    """A renaming in words, e.g. ``job0 and job1 swapped``."""
+    moved = [(k, v) for k, v in renaming.items() if k != v]
+    swapped = {frozenset((k, v)) for k, v in moved if renaming.get(v) == k}
+    if len(swapped) * 2 == len(moved):
+        return ", ".join(" and ".join(sorted(map(str, pair))) + " swapped" for pair in swapped)
+    return "the ids renamed " + ", ".join(f"{k}->{v}" for k, v in moved)
+
+
+def _ids_in(label: ActionLabel) -> str:
+    ids = [str(v) for _, v in label.args if isinstance(v, ModelValue)]
+    return ", ".join(ids) or "ids"
+
+
+def _output_text(emitted: Any) -> str:
+    source = getattr(emitted, "source", None)
+    output = getattr(emitted, "output", emitted)
+    return f"{output} from {source!r}" if source is not None else str(output)
