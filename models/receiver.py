@@ -110,14 +110,14 @@ own chunk 0), and the successor's registration is popped with it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, NamedTuple
 
+from statecore.spec.receiver import CHUNKS_IN_ORDER, COMMIT_BARRIER, properties
+
 from statecore import Event, Field, Machine, Snapshot, State, Transition, Var, out
-from statecore.properties import Property
 from statecore.registry import Target
 from statecore.system import Action, Component, Handle, Keys, RunFn, System, Tx
 
@@ -458,13 +458,6 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
 """Mutants of `receiver_system` that behave like it, by id, with the reason."""
 
 
-def _properties(chunks: int) -> tuple[Property, ...]:
-    """The spec's properties (`statecore.spec.receiver`)."""
-    spec = importlib.import_module("statecore.spec.receiver")
-    found: tuple[Property, ...] = spec.properties(chunks)
-    return found
-
-
 def build(config: ReceiverConfig = ReceiverConfig()) -> System:
     """The receiver system for `config`, with the spec's properties."""
     stream = config.stream
@@ -496,7 +489,7 @@ def build(config: ReceiverConfig = ReceiverConfig()) -> System:
             Action("get_return", "recv_thread", config.returns.live, internal=True),
             Action("get_return_stale", "recv_thread", config.returns.stale, internal=True),
         ],
-        properties=_properties(len(stream)),
+        properties=properties(len(stream)),
     )
 
 
@@ -519,8 +512,8 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "receiver_no_recheck",
-        f"{_RX}:variant_no_recheck",
-        "violates:chunks_in_order,commit_barrier",
+        variant_no_recheck,
+        violates=(CHUNKS_IN_ORDER, COMMIT_BARRIER),
         doc="no identity re-check before the commit: a chunk whose get was in flight "
         "during cleanup_receiver is committed, into nothing or into the id's successor",
         family="receiver_system",

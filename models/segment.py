@@ -147,11 +147,18 @@ reference (`statecore.models.segment_watermark`,
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
+from statecore.spec.segment import (
+    LATE_SAVE_DROPPED,
+    NO_CURRENT_SAVE_DROPPED,
+    REQUEST_END_AFTER_SEGMENTS,
+    REQUEST_END_DELIVERED,
+    SEGMENT_ORDER,
+    properties,
+)
+
 from statecore import Transition
-from statecore.properties import Property
 from statecore.registry import Target
 from statecore.system import Action, Component, System
 
@@ -248,13 +255,6 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
 """Mutants of `segments` that behave like it, by id, with the reason."""
 
 
-def _properties(segments: int, max_tokens: int) -> tuple[Property, ...]:
-    """The spec's properties (`statecore.spec.segment`)."""
-    spec = importlib.import_module("statecore.spec.segment")
-    found: tuple[Property, ...] = spec.properties(segments, max_tokens)
-    return found
-
-
 def build(config: SegmentConfig = SegmentConfig()) -> System:
     """The segments system for `config`, with the spec's properties."""
     request = realtime_request_machine(config.segments, config.chunks, config.end_parked)
@@ -282,7 +282,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
             Action("send", "save_thread", send, internal=True),
             Action("receive", "consumer", receive, internal=True),
         ],
-        properties=_properties(config.segments, config.max_tokens),
+        properties=properties(config.segments, config.max_tokens),
     )
 
 
@@ -321,33 +321,42 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target(
         "segments_6816",
-        f"{_SG}:variant_6816",
-        "violates:no_current_save_dropped,request_end_after_segments,request_end_delivered,"
-        "segment_order",
+        variant_6816,
+        violates=(
+            NO_CURRENT_SAVE_DROPPED,
+            REQUEST_END_AFTER_SEGMENTS,
+            REQUEST_END_DELIVERED,
+            SEGMENT_ORDER,
+        ),
         doc="before vllm-omni #6816: a speculative +1 at a segment end drops every later "
         "save of a request without _omni_segment_generation",
         family="segments",
     ),
     Target(
         "segments_parked_unbumped",
-        f"{_SG}:variant_parked_unbumped",
-        "violates:no_current_save_dropped,request_end_delivered",
+        variant_parked_unbumped,
+        violates=(NO_CURRENT_SAVE_DROPPED, REQUEST_END_DELIVERED),
         doc="_finish_parked_streaming_session without its bump (MIX:929-933): the parked "
         "session's terminal is dropped as a late duplicate",
         family="segments",
     ),
     Target(
         "segments_no_token_reset",
-        f"{_SG}:variant_no_token_reset",
-        "violates:no_current_save_dropped,request_end_delivered",
+        variant_no_token_reset,
+        violates=(NO_CURRENT_SAVE_DROPPED, REQUEST_END_DELIVERED),
         doc="a segment end keeps requests_num_chunks_sent (CTA:486 removed): a rebuilt "
         "segment's chunks and terminal are skipped as a preemption replay",
         family="segments",
     ),
     Target(
         "segments_no_dedup",
-        f"{_SG}:variant_no_dedup",
-        "violates:late_save_dropped,no_current_save_dropped,request_end_delivered,segment_order",
+        variant_no_dedup,
+        violates=(
+            LATE_SAVE_DROPPED,
+            NO_CURRENT_SAVE_DROPPED,
+            REQUEST_END_DELIVERED,
+            SEGMENT_ORDER,
+        ),
         doc="a segment end never advances the watermark: a late save for the old segment "
         "reaches the consumer after that segment's end, and re-sets the token watermark",
         family="segments",
