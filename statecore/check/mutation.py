@@ -39,7 +39,10 @@ from ..errors import DefinitionError, StatecoreError
 from ..semantics import REJECTED, Outcome
 from ..system import Handle, System, Tx
 
-_ENGINE = Path(__file__).resolve().parent  # calls from the engine itself are not sites
+# Calls from the engine itself are not sites: files of the statecore package,
+# except the bundled models and spec (which an installed wheel puts inside it).
+_ENGINE = Path(__file__).resolve().parents[1]
+_MODEL_FOLDERS = frozenset({"models", "spec"})
 
 # What a call site can be mutated into, per Tx method.
 SITE_KINDS: dict[str, tuple[str, ...]] = {
@@ -115,7 +118,10 @@ def _site(frame: FrameType | None, method: str) -> Site | None:
 
 @functools.cache
 def _in_engine(filename: str) -> bool:
-    return Path(filename).resolve().parent == _ENGINE
+    path = Path(filename).resolve()
+    if _ENGINE not in path.parents:
+        return False
+    return path.relative_to(_ENGINE).parts[0] not in _MODEL_FOLDERS
 
 
 class _RecordingTx(Tx[Any]):

@@ -156,7 +156,7 @@ def _version() -> str:
     except PackageNotFoundError:  # run from a source tree that is not installed
         installed = __version__
     python = ".".join(str(n) for n in sys.version_info[:3])
-    return f"statecore {installed} (Python {python}, {Path(__file__).resolve().parent})"
+    return f"statecore {installed} (Python {python}, {Path(__file__).resolve().parents[1]})"
 
 
 def _parser() -> argparse.ArgumentParser:

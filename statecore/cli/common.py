@@ -199,7 +199,7 @@ def exception_text(exc: BaseException) -> str:
 
 def user_frame(exc: BaseException) -> str:
     """`` at FILE, line N``: the innermost frame outside statecore and importlib."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the statecore package
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)

@@ -44,7 +44,7 @@ _BORDER = re.compile(r"^\s*=+(\s+=+)+\s*$")
 
 def default_docs_dir() -> Path:
     """``docs/`` next to the ``statecore`` package (the repository's docs)."""
-    return Path(__file__).resolve().parent.parent / "docs"
+    return Path(__file__).resolve().parents[2] / "docs"
 
 
 # -- markdown helpers ----------------------------------------------------------------
