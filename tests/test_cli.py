@@ -708,3 +708,17 @@ def test_python_dash_m_statecore_is_the_command() -> None:
         [sys.executable, "-m", "statecore", "--version"], capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout.startswith("statecore ")
+
+
+def test_replay_prints_the_trace_table_once() -> None:
+    traces = Path(__file__).parent / "bad_inputs" / "traces"
+    code, out, _ = run("replay", str(traces / "good.itf.json"))
+    assert code == 1
+    assert out.count("step   actor") == 1
+    assert out.count("replayed 2 action(s)") == 1
+    code, out, _ = run(
+        "replay", str(traces / "fuzz.itf.json"), "--adapter", "model:stream_edge_start_per_message"
+    )
+    assert code == 1
+    assert out.count("step   actor") == 1
+    assert out.count("conformance violated") == 1

@@ -35,7 +35,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     result = replay(system, args.trace)
     if result.trace is not None:
         print(result.trace.table(system))
-    print(result.explain(system))
+    print(result.explain())
     if not result.reproduced:
         raise TraceFileError(str(args.trace), None, "the trace no longer shows what it recorded")
     return EXIT_FINDING if result.verdict == VIOLATED else EXIT_OK
