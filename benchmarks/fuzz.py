@@ -7,7 +7,7 @@ machine, side by side in one process, on the real vLLM-Omni 0.30.0 chunk-transfe
    (``request-state-accessor``, ``stream-edge-recorder``), and the baseline: the plain
    Hypothesis ``RuleBasedStateMachine`` a careful vLLM-Omni developer would write today
    (`baseline_machine`). It builds a real adapter per example with the helpers of
-   ``statecore.models.vllm_omni_adapter`` and runs every send to completion, so it
+   ``statecore.models.bindings.vllm_omni`` and runs every send to completion, so it
    cannot interleave an action while a put is in flight.
 2. Time to the first failure, the median over several seeds, for each bug vLLM-Omni
    had or regression of its fix (`MUTANTS`, patched into the real class for both tools;
@@ -137,7 +137,7 @@ def baseline_machine(tally: Tally | None = None) -> type[RuleBasedStateMachine]:
     A request "joined" when ``has_active_sender`` was true before its first
     accepted save.
     """
-    from statecore.models.vllm_omni_adapter import (
+    from statecore.models.bindings.vllm_omni import (
         STAGE_ID,
         describe_payload,
         make_adapter,
@@ -486,7 +486,7 @@ def _out_of_time(exc: BaseException) -> bool:
 @contextmanager
 def mutated(mutant: Any) -> Iterator[None]:
     """The real adapter class with `mutant`'s patches (restored on exit)."""
-    from statecore.models.vllm_omni_adapter import real_classes
+    from statecore.models.bindings.vllm_omni import real_classes
 
     cls = real_classes().adapter
     patches = mutant.patches(cls)
@@ -562,7 +562,7 @@ def baseline_speed(examples: int) -> Speed:
 
 
 def measure_speeds(mode: Mode) -> tuple[list[Speed], list[str]]:
-    from statecore.models.vllm_omni_adapter import (
+    from statecore.models.bindings.vllm_omni import (
         OmniChunkTransferAdapterBinding,
         fuzz_system_0_30_0,
     )
@@ -652,7 +652,7 @@ def run_seeds(
 
 
 def measure_targets(mode: Mode, progress: Callable[[str], None]) -> list[Target]:
-    from statecore.models.vllm_omni_adapter import (
+    from statecore.models.bindings.vllm_omni import (
         MUTANTS,
         OmniChunkTransferAdapterBinding,
         fuzz_system_0_30_0,
@@ -714,7 +714,7 @@ def main() -> None:
 
     started = time.perf_counter()
     try:
-        from statecore.models.vllm_omni_adapter import MUTANTS, real_classes
+        from statecore.models.bindings.vllm_omni import MUTANTS, real_classes
 
         real_classes()  # the 15-50 s import, once, outside every timing
     except (ImportError, AdapterError) as exc:

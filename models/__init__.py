@@ -26,8 +26,8 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
     AdapterSpec(
         name="vllm-omni",
         target="chunk_transfer",
-        factory="statecore.models.vllm_omni_adapter:OmniChunkTransferAdapterBinding",
-        system="statecore.models.vllm_omni_adapter:fuzz_system_0_30_0",
+        factory="statecore.models.bindings.vllm_omni:OmniChunkTransferAdapterBinding",
+        system="statecore.models.bindings.vllm_omni:fuzz_system_0_30_0",
         install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
         "(or: tox -e vllm)",
         doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0",
@@ -35,21 +35,21 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
     AdapterSpec(
         name="request-state-accessor",
         target="request_state_system",
-        factory="statecore.models.request_state_adapter:AccessorBinding",
-        doc="the reference RequestStateAccessor (statecore.models.request_state_impl)",
+        factory="statecore.models.bindings.request_state:AccessorBinding",
+        doc="the reference RequestStateAccessor (statecore.models.implementations.request_state)",
     ),
     AdapterSpec(
         name="stream-edge-recorder",
         target="stream_edge",
-        factory="statecore.models.stream_edge_adapter:StreamEdgeRecorderBinding",
-        doc="the reference StreamEdgeRecorder (statecore.models.stream_edge_impl)",
+        factory="statecore.models.bindings.stream_edge:StreamEdgeRecorderBinding",
+        doc="the reference StreamEdgeRecorder (statecore.models.implementations.stream_edge)",
     ),
     AdapterSpec(
         name="stream-edge-recorder-lifecycle",
         target="request_lifecycle",
-        factory="statecore.models.stream_edge_adapter:StreamEdgeLifecycleBinding",
+        factory="statecore.models.bindings.stream_edge:StreamEdgeLifecycleBinding",
         doc="request_states with StreamEdgeRecorder and drop_request_state "
-        "(statecore.models.stream_edge_impl) on both removal paths",
+        "(statecore.models.implementations.stream_edge) on both removal paths",
     ),
 )
 

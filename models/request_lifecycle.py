@@ -36,7 +36,7 @@ Actors and their actions:
   transport, carrying the request instance that made it.
 
 In the reference both removal paths go through one helper, as the review
-suggests (``_drop_request_state``; `statecore.models.stream_edge_impl`
+suggests (``_drop_request_state``; `statecore.models.implementations.stream_edge`
 provides it as ``drop_request_state``): call the release hook if the state
 has one and log what it raises, then pop the state and republish the gauges
 (``_log_summary_and_cleanup`` republishes them in its ``finally``; 0.30.0's

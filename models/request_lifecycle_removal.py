@@ -1,6 +1,6 @@
 """How a request state leaves ``request_states`` (seed 004).
 
-The review's helper ``_drop_request_state`` (`statecore.models.stream_edge_impl`
+The review's helper ``_drop_request_state`` (`statecore.models.implementations.stream_edge`
 provides it as ``drop_request_state``), which both removal paths call: the
 release hook through ``release_request_telemetry`` (errors logged), then the
 pop and the republished gauges. `drop_request_state_unguarded` is the PR

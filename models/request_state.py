@@ -28,7 +28,7 @@ state, while a retired generation - and every view retained from it - can
 neither create, read nor change its successor's state.
 
 The `request_state` machine is one generation of one request's state; the
-reference runtime (`statecore.models.request_state_impl`) runs the same
+reference runtime (`statecore.models.implementations.request_state`) runs the same
 machine in production:
 
 ==============  ==============================================================

@@ -2,7 +2,7 @@
 
 `request_state_machine` is one generation of one request's namespaced
 producer state (see `statecore.models.request_state`); the reference
-runtime `statecore.models.request_state_impl` runs it in production, and
+runtime `statecore.models.implementations.request_state` runs it in production, and
 `statecore.models.chunk_transfer` composes it as its producer state.
 `producer_request_machine` is the request as the scheduler drives it.
 """

@@ -5,7 +5,7 @@ first-payload events per directed stage edge, owned by ``ClientRequestState``
 and released by canonical cleanup. These machines are the recorder as the
 review asks for it, so the composed model
 (`statecore.models.request_lifecycle`) and the runtime implementation
-(`statecore.models.stream_edge_impl`) share one definition:
+(`statecore.models.implementations.stream_edge`) share one definition:
 
 * **recorder** (one per request instance, the owner): ``open`` until its
   request is removed, then ``closed`` for good. ``open_edge`` admits a new

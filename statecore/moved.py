@@ -1,7 +1,9 @@
 """Module paths of the flat layout, kept importable after the move into layer packages.
 
 ``statecore.explore`` is now ``statecore.check.explore``, and so on for every
-module of the checking, traces, fuzzing, rendering, interop and CLI layers.
+module of the checking, traces, fuzzing, rendering, interop and CLI layers;
+``statecore.models.vllm_omni_adapter`` is ``statecore.models.bindings.vllm_omni``,
+and likewise for the other reference implementations and bindings.
 Code that imports an old path gets the module itself (the same object, so
 monkeypatching it works) and a `DeprecationWarning` naming the new path.
 """
@@ -64,6 +66,20 @@ MOVED: dict[str, str] = {
         "cli_replay": "cli.replay",
     }.items()
 }
+MOVED.update(
+    {
+        f"statecore.models.{old}": f"statecore.models.{new}"
+        for old, new in {
+            "request_state_impl": "implementations.request_state",
+            "stream_edge_impl": "implementations.stream_edge",
+            "request_state_adapter": "bindings.request_state",
+            "stream_edge_adapter": "bindings.stream_edge",
+            "vllm_omni_adapter": "bindings.vllm_omni",
+            "vllm_omni_harness": "bindings.vllm_omni_harness",
+            "vllm_omni_mutants": "bindings.vllm_omni_mutants",
+        }.items()
+    }
+)
 
 
 class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):

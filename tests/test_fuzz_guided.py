@@ -12,9 +12,9 @@ from collections.abc import Hashable, Mapping
 
 import pytest
 from statecore.models import request_lifecycle as rl
-from statecore.models import stream_edge_impl as impl
+from statecore.models.bindings.stream_edge import StreamEdgeLifecycleBinding
 from statecore.models.chunk_transfer import CHUNK_TRANSFER, variant_6670
-from statecore.models.stream_edge_adapter import StreamEdgeLifecycleBinding
+from statecore.models.implementations import stream_edge as impl
 
 from statecore import Event, Machine, Output, State, Transition
 from statecore.adapter import Adapter, SystemAdapter

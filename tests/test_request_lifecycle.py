@@ -4,9 +4,9 @@
   `statecore.models.stream_edge` is checked exhaustively: the references hold
   with no vacuous property, each variant violates exactly its expected
   properties, with a shortest trace that tells the review's story;
-* `StreamEdgeRecorder` (`statecore.models.stream_edge_impl`) is unit-tested,
+* `StreamEdgeRecorder` (`statecore.models.implementations.stream_edge`) is unit-tested,
   then run in lockstep with both systems on random action sequences, and
-  fuzzed through the bundled adapters (`statecore.models.stream_edge_adapter`),
+  fuzzed through the bundled adapters (`statecore.models.bindings.stream_edge`),
   which must find nothing on it and must find bugs planted in it;
 * the symbolic check finds nothing on the reference machines and finds the
   PR head's raise on NaN / negative elapsed times.
@@ -26,16 +26,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statecore.models import request_lifecycle as rl
 from statecore.models import stream_edge as se
-from statecore.models import stream_edge_impl as impl
-from statecore.models.request import request_machine
-from statecore.models.stream_edge_adapter import (
+from statecore.models.bindings.stream_edge import (
     EDGE_KEYS,
     Entrypoint,
     StreamEdgeLifecycleBinding,
     StreamEdgeRecorderBinding,
     model_accepted,
 )
-from statecore.models.stream_edge_impl import (
+from statecore.models.implementations import stream_edge as impl
+from statecore.models.implementations.stream_edge import (
     DEFAULT_CLOCK_DOMAINS,
     SegmentHandle,
     StreamEdgeEvent,
@@ -44,6 +43,7 @@ from statecore.models.stream_edge_impl import (
     drop_request_state,
     release_request_telemetry,
 )
+from statecore.models.request import request_machine
 
 from statecore import REJECTED, TransitionError, step
 from statecore.adapter import Adapter
@@ -783,7 +783,7 @@ def _release_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _pop_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The removal pops the state and releases it, but republishes no gauge (0.30.0's abort)."""
-    from statecore.models import stream_edge_adapter
+    from statecore.models.bindings import stream_edge as stream_edge_adapter
 
     def pop(states: dict[str, Any], request_id: str, publish: Any = None) -> Any:
         return impl.drop_request_state(states, request_id)

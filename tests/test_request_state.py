@@ -4,7 +4,7 @@
   exhaustively: the reference holds with no vacuous property, each variant
   violates exactly its expected properties, with a shortest trace that tells
   the review's story;
-* `RequestStateAccessor` (`statecore.models.request_state_impl`) is
+* `RequestStateAccessor` (`statecore.models.implementations.request_state`) is
   unit-tested (fencing, retained views, cleanup, reuse, fail-open, threads),
   then run in lockstep with the reference system on random action sequences,
   and shown to diverge from the buggy variants.
@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_checks import assert_story, in_order, names, report_of
 from statecore.models import request_state as rs
-from statecore.models import request_state_impl as impl
-from statecore.models.request_state_adapter import NS, AccessorBinding
-from statecore.models.request_state_impl import (
+from statecore.models.bindings.request_state import NS, AccessorBinding
+from statecore.models.implementations import request_state as impl
+from statecore.models.implementations.request_state import (
     MAX_NAMESPACES,
     Access,
     RequestStateAccessor,

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
-from statecore.models.vllm_omni_adapter import (
+from statecore.models.bindings.vllm_omni import (
     ADAPTERS,
     KNOWN_0_30_0,
     MUTANTS,

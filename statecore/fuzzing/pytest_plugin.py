@@ -10,7 +10,7 @@ Installed as a pytest plugin (entry point ``statecore``), it adds::
 and `fuzz_test`, which turns a System and an adapter into a test function::
 
     from statecore.fuzzing.pytest_plugin import fuzz_test
-    from statecore.models.vllm_omni_adapter import (
+    from statecore.models.bindings.vllm_omni import (
         OmniChunkTransferAdapterBinding, fuzz_system_0_30_0)
 
     test_chunk_transfer = fuzz_test(fuzz_system_0_30_0, OmniChunkTransferAdapterBinding)

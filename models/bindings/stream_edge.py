@@ -1,7 +1,7 @@
 """The ``stream-edge-recorder`` adapters: `StreamEdgeRecorder` against its models (seed 004).
 
 Two bindings make the reference runtime of RFC #6472
-(`statecore.models.stream_edge_impl`) fuzzable by name::
+(`statecore.models.implementations.stream_edge`) fuzzable by name::
 
     statecore fuzz stream_edge --adapter stream-edge-recorder
     statecore fuzz request_lifecycle --adapter stream-edge-recorder-lifecycle
@@ -47,10 +47,15 @@ from typing import Any, cast
 from statecore.adapter import Adapter, AdapterError
 from statecore.system import ActionLabel, Handle, StateView, System, SystemState, SystemStep
 
-from . import request_lifecycle_records as lifecycle
-from . import stream_edge as recorder_system
-from . import stream_edge_impl
-from .stream_edge_impl import SegmentHandle, StreamEdgeKey, StreamEdgeRecorder, drop_request_state
+from .. import request_lifecycle_records as lifecycle
+from .. import stream_edge as recorder_system
+from ..implementations import stream_edge as stream_edge_impl
+from ..implementations.stream_edge import (
+    SegmentHandle,
+    StreamEdgeKey,
+    StreamEdgeRecorder,
+    drop_request_state,
+)
 
 __all__ = [
     "EDGE_KEYS",

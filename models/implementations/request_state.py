@@ -64,7 +64,7 @@ from typing import Generic, Literal, TypeVar, cast
 
 from statecore import Instance, Machine
 
-from .request_state_machines import request_state_machine
+from ..request_state_machines import request_state_machine
 
 __all__ = [
     "MAX_NAMESPACES",

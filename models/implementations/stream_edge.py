@@ -66,7 +66,7 @@ from typing import Any, Final
 
 from statecore import Instance, Machine
 
-from .stream_edge import EVENTS, edge_machine, recorder_machine, segment_machine, segment_order
+from ..stream_edge import EVENTS, edge_machine, recorder_machine, segment_machine, segment_order
 
 __all__ = [
     "ALL_EVENTS",

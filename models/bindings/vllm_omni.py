@@ -63,8 +63,8 @@ generation its failed terminal left behind continues the old key counter
 the mutation check in ``tests/test_vllm_adapter.py``.
 
 Every private vLLM-Omni name this project touches lives in this module and
-the two beside it (`statecore.models.vllm_omni_harness`: the real classes and
-the harness around them; `statecore.models.vllm_omni_mutants`: the bugs
+the two beside it (`statecore.models.bindings.vllm_omni_harness`: the real classes and
+the harness around them; `statecore.models.bindings.vllm_omni_mutants`: the bugs
 re-introduced), so a new vLLM-Omni version means those files to change.
 ``vllm_omni`` is imported on first use (15-50 s) and the classes are cached
 for the process.
@@ -80,8 +80,8 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, AdapterSpec, Baton
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .chunk_transfer import build
-from .chunk_transfer_records import (
+from ..chunk_transfer import build
+from ..chunk_transfer_records import (
     BEGUN,
     CANCELLED,
     CHUNK,

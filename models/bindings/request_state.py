@@ -1,7 +1,7 @@
 """The ``request-state-accessor`` adapter: `RequestStateAccessor` against `request_state_system`.
 
 `AccessorBinding` drives the reference runtime of seed 000
-(`statecore.models.request_state_impl`) in lockstep with the
+(`statecore.models.implementations.request_state`) in lockstep with the
 `request_state_system` model (`statecore.models.request_state`), so the
 runtime can be fuzzed by name::
 
@@ -21,9 +21,9 @@ from typing import Any
 from statecore.adapter import Adapter
 from statecore.system import Handle, StateView, System, SystemState, SystemStep
 
-from .request_state_impl import Access, RequestStateAccessor, RequestStateView
-from .request_state_machines import NAMESPACES, namespace_var
-from .request_state_records import Shared
+from ..implementations.request_state import Access, RequestStateAccessor, RequestStateView
+from ..request_state_machines import NAMESPACES, namespace_var
+from ..request_state_records import Shared
 
 __all__ = ["NS", "AccessorBinding"]
 
