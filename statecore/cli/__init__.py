@@ -90,6 +90,7 @@ OPTIONAL_DEPENDENCIES: Mapping[str, tuple[str, str]] = {
     "hypothesis_crosshair": ("hypothesis-crosshair", "check"),
     "transitions": ("pytransitions", "interop"),
     "statemachine": ("python-statemachine", "bench"),
+    "coverage": ("coverage.py", "coverage"),
 }
 """Top-level module of an optional dependency: its name and the extra that installs it."""
 
