@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..fuzzing.coverage import CodeCoverage, Measurement, parse_target
 from ..registry import bundled
 from .common import (
     EXIT_FINDING,
@@ -32,7 +33,9 @@ def add_fuzz_parser(sub: Any) -> None:
         epilog=(
             "examples:\n  statecore fuzz chunk_transfer --adapter vllm-omni --budget 60\n"
             "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 --seed 1\n"
-            "  statecore fuzz mypkg.shop:MODEL --adapter mypkg.shop:ShopAdapter\n\n"
+            "  statecore fuzz mypkg.shop:MODEL --adapter mypkg.shop:ShopAdapter\n"
+            "  statecore fuzz request_state_system --adapter request-state-accessor \\\n"
+            "      --coverage statecore.models.implementations.request_state\n\n"
             "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not "
             "installed,\n  3 internal error, 130 interrupted"
         ),
@@ -65,6 +68,13 @@ def add_fuzz_parser(sub: Any) -> None:
     p_fuzz.add_argument(
         "--no-guided", action="store_true", help="no model-chosen paths before the search"
     )
+    p_fuzz.add_argument(
+        "--coverage",
+        default=None,
+        metavar="MODULE[:FUNC,...]",
+        help="report the lines and branches of MODULE's functions (or of FUNC,... only: a "
+        "name or Class.name) that the run reached, measured by coverage.py",
+    )
     p_fuzz.set_defaults(func=_cmd_fuzz)
 
 
@@ -79,8 +89,12 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     require_writable_dir(args.trace_out, "--trace-out")
     resolve_target(args.target)  # a user module's failures are one line
     system, factory, spec = resolve_adapter_guarded(args.target, args.adapter)
+    measurement = Measurement(parse_target(args.coverage)) if args.coverage else None
     printer = fuzz_progress_printer(f"{args.target} / {spec.name}", sys.stderr)
     interrupted = False
+    reached: CodeCoverage | None = None
+    if measurement is not None:
+        measurement.start()  # coverage.py missing: the ImportError names the extra
     try:
         report = fuzz(
             system,
@@ -98,6 +112,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         report, interrupted = stop.report, True
     finally:
         printer.clear()
+        if measurement is not None:
+            reached = measurement.stop()
     trace_file, failure = None, None
     if report.finding is not None:
         try:
@@ -106,9 +122,14 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
             failure = output_error("--trace-out", exc)
     replay = _fuzz_replay_command(trace_file, args.target, spec.name)
     if args.json:
-        print(json.dumps(_fuzz_json(report, spec.name, trace_file, replay), indent=2))
+        data = _fuzz_json(report, spec.name, trace_file, replay)
+        if reached is not None:
+            data["code_coverage"] = reached.to_json()
+        print(json.dumps(data, indent=2))
     else:
         _print_fuzz(report, args.target, spec.name, trace_file, replay)
+        if reached is not None:
+            _print_code_coverage(reached)
     if interrupted:
         print("statecore: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -264,3 +285,16 @@ def _print_fuzz(
         untaken = report.system.component(component).untaken
         for name_ in never:
             print(f"    {never_taken(name_, untaken)}")
+
+
+def _print_code_coverage(reached: CodeCoverage) -> None:
+    """Per function: branches taken, statements run, the percent of both, what was missed."""
+    rows = [*reached.functions, reached.total]
+    width = max(len(f.name) for f in rows)
+    print(f"  code coverage of {reached.module} (coverage.py, branches):")
+    for f in rows:
+        missed = f"  missed {f.missed}" if f.missed else ""
+        print(
+            f"    {f.name:<{width}}  branches {f.branches_taken:>3}/{f.branches:<3} "
+            f"lines {f.lines_run:>4}/{f.lines:<4} {f.percent:5.1f}%{missed}"
+        )
