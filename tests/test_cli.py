@@ -554,7 +554,7 @@ def test_top_level_help_lists_every_command() -> None:
     code, out, _ = run("--help")
     assert code == 0
     commands = set(cli._subparsers(cli._parser()).choices)
-    assert commands == {"list", "check", "replay", "diagram", "fuzz"}
+    assert commands == {"list", "check", "replay", "diagram", "fuzz", "mutate"}
     listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ")}
     assert commands <= listed
     for command in commands:

@@ -78,12 +78,17 @@ class Site:
     @property
     def where(self) -> str:
         """``path:line``, the path relative to the working directory when it can be."""
-        path = Path(self.filename)
-        try:
-            shown = str(path.resolve().relative_to(Path.cwd()))
-        except ValueError:
-            shown = str(path)
-        return f"{shown}:{self.line}"
+        return where(self.filename, self.line)
+
+
+def where(filename: str, line: int) -> str:
+    """``path:line``, the path relative to the working directory when it can be."""
+    path = Path(filename)
+    try:
+        shown = str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{line}"
 
 
 @dataclass(frozen=True)

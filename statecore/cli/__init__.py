@@ -4,7 +4,8 @@ Exit codes, one meaning each (``docs/cli.md`` has the table):
 
 * 0 - every property holds, or nothing was found;
 * 1 - a finding: a property violated or vacuous, a variant not caught as
-  declared, a fuzz finding, a replayed trace that still shows its violation;
+  declared, a fuzz finding, a replayed trace that still shows its violation,
+  a mutant that ``statecore mutate``'s fuzzing did not kill;
 * 2 - bad usage, a bad input file, an unknown target, an invalid definition,
   a model action or property that raised (the message says which), or an
   optional dependency the command needs that is not installed (the message
@@ -34,6 +35,7 @@ from . import progress as cli_progress
 from .check import MEMORY_FRACTION, add_check_parser
 from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPORT_HINT
 from .fuzz import add_fuzz_parser
+from .mutate import add_mutate_parser
 from .progress import PROGRESS_INTERVAL, FuzzTerminalProgress, progress_printer
 from .replay import cmd_diagram, cmd_replay
 
@@ -50,6 +52,8 @@ examples:
   statecore replay traces/x.itf.json     re-run a saved counterexample
   statecore diagram chunk_transfer -f png -o docs/ct.png --trace traces/x.itf.json
   statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670
+  statecore mutate request_state_system --adapter request-state-accessor \\
+    --module statecore.models.implementations.request_state --functions cleanup
 
 exit codes: 0 all hold, 1 a finding, 2 usage, input or model error,
   3 internal error in statecore, 4 incomplete (a bound stopped the search), 130 interrupted
@@ -200,6 +204,7 @@ def _parser() -> argparse.ArgumentParser:
     add_diagram_parser(sub)
     sub.choices["diagram"].set_defaults(func=cmd_diagram)
     add_fuzz_parser(sub)
+    add_mutate_parser(sub)
     return parser
 
 

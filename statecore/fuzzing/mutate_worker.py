@@ -1,0 +1,132 @@
+"""One mutant under fuzzing, in the fresh process ``statecore mutate`` starts for it.
+
+``python -m statecore.fuzzing.mutate_worker`` reads a request (JSON on stdin:
+target, adapter, module, functions, mutant id or null for the unmutated
+baseline, budget, max_examples, seed, result path), installs an import hook
+*before anything imports the module*, so every import of it - by the adapter,
+its binding, or the models - runs the mutated code compiled in memory
+(`statecore.fuzzing.source_mutants.mutated_code`, with the file's own name
+and line numbers), then fuzzes and writes the outcome as JSON to the result
+path. The file on disk is only read, and no bytecode is written, so the
+installed module stays as it was and other processes never see the mutant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Sequence
+from types import CodeType, ModuleType
+from typing import Any
+
+
+class _MutantLoader(importlib.machinery.SourceFileLoader):
+    """Loads the module from its file's path but runs the given code object."""
+
+    def __init__(self, fullname: str, path: str, code: CodeType) -> None:
+        super().__init__(fullname, path)
+        self.mutated = code
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self.mutated
+
+
+class _MutantFinder(importlib.abc.MetaPathFinder):
+    """Finds `module` where the other finders would, with `_MutantLoader` as its loader."""
+
+    def __init__(self, module: str, code: CodeType) -> None:
+        self.module = module
+        self.code = code
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.module:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.origin:
+                return importlib.util.spec_from_file_location(
+                    fullname, spec.origin, loader=_MutantLoader(fullname, spec.origin, self.code)
+                )
+        return None
+
+
+def install(module: str, filename: str, functions: Sequence[str], mutant_id: str) -> None:
+    """Make every later import of `module` run the mutant `mutant_id` of `filename`."""
+    from .source_mutants import mutated_code
+
+    if module in sys.modules:
+        raise RuntimeError(f"{module} was imported before the mutant could be installed")
+    sys.dont_write_bytecode = True
+    sys.meta_path.insert(0, _MutantFinder(module, mutated_code(filename, functions, mutant_id)))
+
+
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    """Fuzz the request's target through its adapter, the mutant (if any) in place."""
+    started = time.perf_counter()
+    module = request["module"]
+    if request["mutant"] is not None:
+        install(module, request["filename"], request["functions"], request["mutant"])
+    try:
+        importlib.import_module(module)
+    except BaseException as exc:
+        return {"status": "crashed", "detail": _text(exc)}
+    from ..adapter import AdapterError
+    from ..registry import resolve_adapter
+    from .fuzz import fuzz
+
+    system, factory, _ = resolve_adapter(request["target"], request["adapter"])
+    try:
+        report = fuzz(
+            system,
+            factory,
+            budget=request["budget"],
+            max_examples=request["max_examples"],
+            seed=request["seed"],
+        )
+    except AdapterError as exc:
+        return {"status": "killed", "kind": "setup", "property": "setup", "detail": str(exc)}
+    except Exception as exc:  # the fuzz itself could not go on with this implementation
+        return {"status": "killed", "kind": "error", "property": "fuzz", "detail": _text(exc)}
+    finding = report.finding
+    outcome: dict[str, Any] = {
+        "status": "survived" if finding is None else "killed",
+        "seconds": round(time.perf_counter() - started, 3),
+        "fuzz_seconds": round(report.seconds, 3),
+        "imported": module in sys.modules,
+    }
+    if finding is not None:
+        outcome.update(
+            kind=finding.kind,
+            property=finding.property_id,
+            detail=finding.detail.splitlines()[0] if finding.detail else "",
+            steps=len(finding.trace),
+            phase=report.found_in,
+            found_after=None if report.found_after is None else round(report.found_after, 3),
+        )
+    return outcome
+
+
+def _text(exc: BaseException) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    outcome = run(request)
+    with open(request["result"], "w", encoding="utf-8") as out:
+        json.dump(outcome, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
