@@ -122,7 +122,7 @@ EXEMPT: list[tuple[str, str]] = [
         "variant against what it declares",
     ),
     (
-        r"^python -m statecore\.docgen",
+        r"^python -m statecore\.render\.docgen",
         "rewrites the repository's pages: tests/test_docs.py runs `--check`",
     ),
     (r"\bshop:", "docs/adapters.md's own module: tests/test_fuzz_docs.py runs these commands"),
