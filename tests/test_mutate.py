@@ -8,15 +8,13 @@ every lifecycle function is in docs/cli.md.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from test_cli import run
 
-from statecore.cli import main
 from statecore.fuzzing import mini_toml
 from statecore.fuzzing.mutate import load_equivalents, module_file
 from statecore.fuzzing.source_mutants import (
@@ -42,17 +40,6 @@ KILLABLE = "delete-statement RequestStateAccessor.cleanup: del self._generations
 EQUIVALENT = "delete-statement RequestStateAccessor.open: _LOG.warning("
 # The binding ignores what cleanup() returns for an id without state: a blind spot.
 SURVIVOR = "flip-constant RequestStateAccessor.cleanup: return False"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        code = main(list(argv))
-    finally:
-        sys.stdout, sys.stderr = saved
-    return code, out.getvalue(), err.getvalue()
 
 
 def digest(path: str) -> str:
