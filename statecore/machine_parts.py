@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from .errors import InvalidNameError, PolicyError
+from .errors import DefinitionError, InvalidNameError, PolicyError
 
 Policy = Literal["reject", "ignore", "error"]
 POLICIES: tuple[str, ...] = ("reject", "ignore", "error")
@@ -322,6 +322,17 @@ class Transition:
         name: str = "",
     ) -> None:
         sources = (source,) if isinstance(source, str) else tuple(source)
+        default_name = f"{'|'.join(sources)}--{event}-->{target or '(same)'}"
+        for label, part, what in (
+            (guard_label, guard, "guard"),
+            (effect_label, effect, "effect"),
+        ):
+            if label and part is None:
+                raise DefinitionError(
+                    f"transition {name or default_name!r}: {what}_label={label!r} labels no "
+                    f"{what}; a label names the {what} it is on (pass {what}=a function, "
+                    f"whose name is the label, or drop the label)"
+                )
         object.__setattr__(self, "source", sources)
         object.__setattr__(self, "event", event)
         object.__setattr__(self, "target", target)
@@ -336,7 +347,6 @@ class Transition:
             "effect_label",
             effect_label or (effect and _callable_label(effect, "effect")) or "",
         )
-        default_name = f"{'|'.join(sources)}--{event}-->{target or '(same)'}"
         object.__setattr__(self, "name", name or default_name)
 
     def label(self) -> str:

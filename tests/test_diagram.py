@@ -206,6 +206,14 @@ def test_dot_initial_final_and_hot() -> None:
 NASTY = 'a: "b" [c] {d} #e; <f> 50% \\g'
 
 
+def _yes(snapshot: object, payload: object) -> bool:
+    return True
+
+
+def _same(snapshot: object, payload: object) -> None:
+    return None
+
+
 def nasty_machine() -> Machine:
     return Machine(
         "nasty",
@@ -213,9 +221,19 @@ def nasty_machine() -> Machine:
         variables=[Var("n", range(2), 0)],
         events=[Event("go"), Event("stay")],
         transitions=[
-            Transition("note", "go", "x", guard_label=NASTY, effect_label="n := 1"),
+            Transition(
+                "note",
+                "go",
+                "x",
+                guard=_yes,
+                guard_label=NASTY,
+                effect=_same,
+                effect_label="n := 1",
+            ),
             Transition("x", "go", "end"),
-            Transition("x", "stay", None, guard_label="[]:", effect_label='"q"'),
+            Transition(
+                "x", "stay", None, guard=_yes, guard_label="[]:", effect=_same, effect_label='"q"'
+            ),
         ],
     )
 

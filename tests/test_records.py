@@ -249,3 +249,32 @@ def test_records_in_a_trace_file_keep_their_names_and_read_back(tmp_path: Path) 
     queued = [t for step in unchecked.steps for t in step.state.values[0]]
     assert queued and all(type(t).__name__ == "Ticket" and t.job in JOBS.values for t in queued)
     assert [s.state for s in read_itf(path, system).steps] == [s.state for s in trace.steps]
+
+
+def test_a_label_names_the_guard_or_effect_it_is_on() -> None:
+    from statecore import Transition
+    from statecore.errors import DefinitionError
+
+    with pytest.raises(DefinitionError, match="guard_label='ready' labels no guard"):
+        Transition("open", "finish", "done", guard_label="ready")
+    with pytest.raises(DefinitionError, match="effect_label='count' labels no effect"):
+        Transition("open", "tick", None, effect_label="count")
+
+    def ready(snapshot: object, payload: object) -> bool:
+        return True
+
+    assert Transition("open", "finish", "done", guard=ready).label() == "finish [ready]"
+
+
+def test_bundled_machines_are_labelled_by_their_guards_and_effects() -> None:
+    from statecore.registry import bundled
+
+    free_text = {
+        (component.machine.name, t.name)
+        for target in bundled()
+        for component in target.load().components
+        for t in component.machine.transitions
+        if (t.guard is not None and t.guard_label != t.guard.__name__)
+        or (t.effect is not None and t.effect_label != t.effect.__name__)
+    }
+    assert free_text == set()

@@ -336,8 +336,8 @@ def _mutated_transition(t: Transition, kind: str) -> Transition:
         guard=guard,
         effect=effect,
         emit=emit,
-        guard_label=t.guard_label,
-        effect_label=t.effect_label,
+        guard_label=t.guard_label if guard is not None else "",
+        effect_label=t.effect_label if effect is not None else "",
         name=t.name,
     )
 
