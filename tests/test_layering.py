@@ -181,3 +181,28 @@ def test_the_flat_layout_module_paths_still_import_with_a_warning() -> None:
             f"{old} moved to {new}; import it from there"
         ], old
     assert not set(MOVED) & set(_modules()), "an old path that is also a module"
+
+
+def _model_modules() -> dict[str, Path]:
+    """The modules of models/ and spec/ under their installed names."""
+    found: dict[str, Path] = {}
+    for folder, package in (("models", "statecore.models"), ("spec", "statecore.spec")):
+        base = PACKAGE.parent / folder
+        for path in sorted(base.rglob("*.py")):
+            parts = path.relative_to(base).with_suffix("").parts
+            name = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+            found[name] = path
+    return found
+
+
+def test_no_import_cycle_among_models_and_spec() -> None:
+    modules = _model_modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert _cycles(graph) == []
+
+
+def test_no_model_or_spec_module_over_the_line_limit() -> None:
+    over = {
+        name: _lines(path) for name, path in _model_modules().items() if _lines(path) > MAX_LINES
+    }
+    assert over == {}
