@@ -77,11 +77,12 @@ class MutantResult:
     reason: str = ""  # why it is equivalent, as declared
 
     def summary(self) -> str:
-        """``killed (conformance, 3 steps, guided 0.02s)``, ``equivalent: <reason>``, ..."""
+        """``killed (crash, 3 steps, guided 0.02s)``, ``equivalent: <reason>``, ..."""
         if self.status == KILLED:
             when = "" if self.found_after is None else f" {self.found_after:.2f}s"
             phase = f", {self.phase}{when}" if self.phase else ""
-            return f"killed ({self.kind} {self.property}, {self.steps} steps{phase})"
+            found = self.kind if self.property == self.kind else f"{self.kind} {self.property}"
+            return f"killed ({found}, {self.steps} steps{phase})"
         if self.status == EQUIVALENT:
             return f"equivalent: {self.reason}"
         if self.status == CRASHED:
