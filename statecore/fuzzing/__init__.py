@@ -3,5 +3,6 @@
 `fuzz` runs the `guided` phase (model-chosen paths) and Hypothesis search,
 with the `interpreter` driving an `statecore.adapter.Adapter` in lockstep
 with the model, and `shrink` minimising what it finds; `pytest_plugin`
-turns a fuzz run into a test of one's own suite.
+turns a fuzz run into a test of one's own suite; `coverage` reports which
+lines and branches of the implementation a run reached.
 """
