@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_cli import run
+from test_cli_benchmarks import load
 
-from statecore.fuzzing.coverage import FunctionCoverage, compact_ranges, parse_target
+from statecore.fuzzing.coverage import (
+    CodeCoverage,
+    FunctionCoverage,
+    compact_ranges,
+    parse_target,
+)
 
 MODULE = "statecore.models.implementations.request_state"
 FUZZ = ("fuzz", "request_state_system", "--adapter", "request-state-accessor")
@@ -113,3 +120,21 @@ def test_missed_lines_are_compact_ranges_over_statements() -> None:
     # A branch into or out of a missed line is not repeated; an exit is named.
     assert f.missed == "11-14, 15->20, 20->exit"
     assert f.percent == pytest.approx(100 * 5 / 11)
+
+
+def test_the_benchmark_sums_sender_and_receiver_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load("coverage")
+    names = (*bench.SENDER, *bench.RECEIVER)
+    functions = tuple(
+        FunctionCoverage(
+            f"{bench.CLASS}.{n}", 4, 2, 2, int(n in bench.SENDER), (5, 6), (), (3, 4, 5, 6)
+        )
+        for n in names
+    )
+    sender, receiver, overall = bench.show(CodeCoverage("m", Path("m.py"), functions))
+    assert (sender.branches_taken, sender.branches) == (len(bench.SENDER), 2 * len(bench.SENDER))
+    assert (receiver.branches_taken, receiver.branches) == (0, 2 * len(bench.RECEIVER))
+    assert overall.branches == 2 * len(names)
+    out = capsys.readouterr().out
+    assert f"total: branches 9/28 {100 * 9 / 28:.1f}%, lines 28/56" in out
+    assert "  load_async" in out and "missed 5-6" in out
