@@ -178,6 +178,11 @@ def mutation_json(report: Any, adapter: str) -> dict[str, Any]:
 
 
 def print_mutation(report: Any, adapter: str) -> None:
+    functions = ", ".join(report.functions)
+    print(
+        f"{report.target} / {adapter}: {len(report.results)} mutants of {report.module} "
+        f"({functions})"
+    )
     for r in report.results:
         print(f"  {r.status:<10} {r.mutant.where}  {r.mutant.kind} {r.mutant.function}")
         print(f"             {r.mutant.code}")
