@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -188,3 +191,28 @@ def test_an_unknown_target_is_one_line_and_exit_2() -> None:
     assert code == 2
     (line,) = err.splitlines()
     assert line.startswith("statecore: error: ") and "no_such_target" in line
+
+
+def test_a_mutant_that_breaks_the_import_is_crashed_and_the_file_stays(tmp_path: Path) -> None:
+    module = tmp_path / "crashy.py"
+    module.write_text(
+        "def f(flag=True):\n    if flag:\n        return 1\n    raise RuntimeError('no')\n\n\n"
+        "X = f()\n"
+    )
+    before = module.read_bytes()
+    (mutant,) = [m for m in source_mutants(str(module), ["f"]) if m.kind == "negate-condition"]
+    result = tmp_path / "result.json"
+    request = {"module": "crashy", "filename": str(module), "functions": ["f"]}
+    request |= {"mutant": mutant.id, "result": str(result)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    subprocess.run(
+        [sys.executable, "-m", "statecore.fuzzing.mutate_worker"],
+        input=json.dumps(request),
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(result.read_text()) == {"status": "crashed", "detail": "RuntimeError: no"}
+    assert module.read_bytes() == before
+    assert not (tmp_path / "__pycache__").exists()
