@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -220,14 +221,16 @@ def mutate(
     timeout = wall + 2 * fuzz_time + GRACE
 
     done = 0
+    lock = threading.Lock()
 
     def one(mutant: SourceMutant) -> MutantResult:
         nonlocal done
         outcome, seconds = _run_worker({**request, "mutant": mutant.id}, timeout=timeout)
         result = _result(mutant, outcome, seconds, declared.get(mutant.id, ""))
-        done += 1
-        if on_result is not None:
-            on_result(done, len(mutants), result)
+        with lock:  # one progress line at a time, numbered in the order they finish
+            done += 1
+            if on_result is not None:
+                on_result(done, len(mutants), result)
         return result
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
