@@ -129,6 +129,12 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             f"statecore: warning: declared equivalent but no such mutant (stale?): {stale}",
             file=sys.stderr,
         )
+    if report.never_called:
+        print(
+            f"statecore: warning: the unmutated run never called {', '.join(report.never_called)}"
+            f": no mutant of it can be killed until the binding drives it",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(mutation_json(report, spec.name), indent=2))
     else:
@@ -174,6 +180,7 @@ def mutation_json(report: Any, adapter: str) -> dict[str, Any]:
             for r in report.results
         ],
         "stale_equivalents": list(report.stale),
+        "never_called": list(report.never_called),
     }
 
 

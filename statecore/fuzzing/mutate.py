@@ -104,6 +104,7 @@ class MutationReport:
     results: tuple[MutantResult, ...]
     seconds: float
     stale: tuple[str, ...] = field(default=())  # declared equivalents no mutant has
+    never_called: tuple[str, ...] = field(default=())  # functions the unmutated run never ran
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -237,6 +238,14 @@ def mutate(
         results = tuple(pool.map(one, mutants))
     ids = {m.id for m in source_mutants(filename, functions)}
     stale = tuple(i for i in declared if i not in ids and _in_functions(i, functions))
+    called = set(baseline.get("called", ()))
+    never = tuple(
+        dict.fromkeys(
+            m.function
+            for m in mutants
+            if m.function not in called and m.function.rsplit(".", 1)[-1] not in called
+        )
+    )
     return MutationReport(
         target,
         adapter,
@@ -245,6 +254,7 @@ def mutate(
         results,
         time.perf_counter() - started,
         stale,
+        never,
     )
 
 
@@ -255,6 +265,12 @@ def _in_functions(mutant_id: str, functions: Sequence[str]) -> bool:
 
 
 def _check_baseline(outcome: dict[str, Any], module: str) -> None:
+    if outcome["status"] == "preloaded":
+        raise StatecoreError(
+            f"module {module!r} is imported before any adapter code runs (by Python or "
+            f"statecore itself), so no mutant of it can be put in place; mutate the "
+            f"implementation's own module"
+        )
     if outcome["status"] == CRASHED:
         raise StatecoreError(f"module {module!r} does not import: {outcome['detail']}")
     if outcome["status"] == TIMEOUT:  # pragma: no cover - no timeout on the baseline

@@ -19,9 +19,10 @@ import importlib.machinery
 import importlib.util
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from types import CodeType, ModuleType
+from types import CodeType, FrameType, ModuleType
 from typing import Any
 
 
@@ -73,6 +74,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     """Fuzz the request's target through its adapter, the mutant (if any) in place."""
     started = time.perf_counter()
     module = request["module"]
+    if module in sys.modules:
+        return {"status": "preloaded"}
     if request["mutant"] is not None:
         install(module, request["filename"], request["functions"], request["mutant"])
     try:
@@ -84,6 +87,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     from .fuzz import fuzz
 
     system, factory, _ = resolve_adapter(request["target"], request["adapter"])
+    called: set[str] = set()
+    if request["mutant"] is None:
+        _watch_calls(request["filename"], called)
     try:
         report = fuzz(
             system,
@@ -96,12 +102,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         return {"status": "killed", "kind": "setup", "property": "setup", "detail": str(exc)}
     except Exception as exc:  # the fuzz itself could not go on with this implementation
         return {"status": "killed", "kind": "error", "property": "fuzz", "detail": _text(exc)}
+    sys.setprofile(None)
     finding = report.finding
     outcome: dict[str, Any] = {
         "status": "survived" if finding is None else "killed",
         "seconds": round(time.perf_counter() - started, 3),
         "fuzz_seconds": round(report.seconds, 3),
         "imported": module in sys.modules,
+        "called": sorted(called),
     }
     if finding is not None:
         outcome.update(
@@ -113,6 +121,18 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             found_after=None if report.found_after is None else round(report.found_after, 3),
         )
     return outcome
+
+
+def _watch_calls(filename: str, called: set[str]) -> None:
+    """Note the qualified name of every function of `filename` called from now on, any thread."""
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_filename == filename:
+            called.add(getattr(code, "co_qualname", code.co_name))
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
 
 
 def _text(exc: BaseException) -> str:
