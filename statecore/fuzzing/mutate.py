@@ -325,9 +325,12 @@ def _run_worker(request: dict[str, Any], timeout: float | None) -> tuple[dict[st
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return {"status": TIMEOUT}, time.perf_counter() - began
+            if not result.exists():
+                return {"status": TIMEOUT}, time.perf_counter() - began
+            done = None
         seconds = time.perf_counter() - began
         if not result.exists():
+            assert done is not None
             lines = done.stderr.strip().splitlines()
             raise StatecoreError(
                 f"the process fuzzing {request['mutant'] or 'the unmutated module'} exited "

@@ -18,6 +18,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
+import os
 import sys
 import threading
 import time
@@ -143,10 +144,15 @@ def _text(exc: BaseException) -> str:
 def main() -> int:
     request = json.load(sys.stdin)
     outcome = run(request)
-    with open(request["result"], "w", encoding="utf-8") as out:
+    partial = request["result"] + ".partial"
+    with open(partial, "w", encoding="utf-8") as out:
         json.dump(outcome, out)
+    os.replace(partial, request["result"])  # whole or absent, even if the process is killed
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # threads the mutant left running must not keep the process alive
