@@ -455,7 +455,13 @@ class OmniChunkTransferAdapterBinding(Adapter):
             )
         )
         return (
-            ("unread", tuple(entry[1:] for entry in self.connector.unread)),
+            (
+                "unread",
+                tuple(
+                    (sent.request, sent.finished, sent.segment_finished, sent.empty)
+                    for sent in self.connector.unread
+                ),
+            ),
             ("failures", frozenset(adapter._send_failures)),
             ("senders", senders),
             ("queue", queue),

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from statecore.adapter import AdapterError, Baton
 
@@ -24,6 +24,16 @@ BASE_MODULE = "vllm_omni.distributed.omni_connectors.transfer_adapter.base"
 MIXIN_MODULE = "vllm_omni.core.sched.omni_scheduler_mixin"
 CONNECTOR_BASE_MODULE = "vllm_omni.distributed.omni_connectors.connectors.base"
 STAGE_ID = 0
+
+
+class Sent(NamedTuple):
+    """One successful connector put, as the fake connector records it."""
+
+    key: str  # the connector key, ``{ext}_{stage}_{chunk}``
+    request: str  # the internal id of the request whose task made the put
+    finished: bool  # ``meta.finished``
+    segment_finished: bool  # ``meta.is_segment_finished``
+    empty: bool  # a finish marker without payload
 
 
 class ConnectorOwner(Protocol):
@@ -116,10 +126,9 @@ def _import_real() -> RealClasses:
         def __init__(self, binding: ConnectorOwner) -> None:
             self.binding = binding
             self.stage_id = STAGE_ID
-            # (key, internal id, finished, segment finished, empty)
-            self.sent: list[tuple[str, str, bool, bool, bool]] = []
+            self.sent: list[Sent] = []
             self.store: dict[str, Any] = {}
-            self.unread: deque[tuple[str, str, bool, bool, bool]] = deque()
+            self.unread: deque[Sent] = deque()
             self.closed = False
 
         def after_send(self) -> None:
@@ -137,7 +146,7 @@ def _import_real() -> RealClasses:
                 raise ConnectionError(f"statecore: connector put of {put_key} raised")
             if outcome == "false":
                 return False, 0, None
-            entry = (put_key, self.binding.flight_request_id(), *describe_payload(data))
+            entry = Sent(put_key, self.binding.flight_request_id(), *describe_payload(data))
             self.sent.append(entry)
             self.unread.append(entry)
             self.store[put_key] = data
