@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -95,9 +96,11 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise UsageError("--functions: give at least one function name (e.g. --functions open)")
     if args.equivalents is not None and not args.equivalents.is_file():
         raise UsageError(f"--equivalents {args.equivalents}: no such file")
-    resolve_target(args.target)
-    _, _, spec = resolve_adapter_guarded(args.target, args.adapter)
-    source_mutants(module_file(args.module), functions)  # an unknown function fails here
+    # What importing the adapter and the module prints goes to stderr: stdout is the report.
+    with contextlib.redirect_stdout(sys.stderr):
+        resolve_target(args.target)
+        _, _, spec = resolve_adapter_guarded(args.target, args.adapter)
+        source_mutants(module_file(args.module), functions)  # an unknown function fails here
     equivalents = load_equivalents(
         args.equivalents or default_equivalents(), args.target, args.module
     )
