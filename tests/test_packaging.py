@@ -33,6 +33,12 @@ def test_models_and_spec_ship_inside_statecore_only(wheel: zipfile.ZipFile) -> N
     assert "statecore/models/chunk_transfer.py" in names
     assert "statecore/spec/chunk_transfer.py" in names
     assert "statecore/py.typed" in names
+    # every module of the layout ships, and the mutants declared equivalent with them
+    for folder in ("check", "cli", "fuzzing", "interop", "render", "traces"):
+        assert f"statecore/{folder}/__init__.py" in names
+    assert "statecore/models/bindings/vllm_omni.py" in names
+    assert "statecore/models/implementations/request_state.py" in names
+    assert "statecore/models/equivalent_mutants.toml" in names
 
 
 def test_console_script_and_pytest_plugin_are_declared(wheel: zipfile.ZipFile) -> None:
