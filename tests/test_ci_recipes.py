@@ -91,14 +91,22 @@ needs_stack = pytest.mark.skipif(
 def scratch_repository(directory: Path) -> Path:
     """A repository under test with this checkout as its statecore submodule."""
     repo = directory / "repo"
-    shutil.copytree(
-        ROOT,
-        repo / CHECKOUT,
-        ignore=shutil.ignore_patterns(
-            ".git", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "traces"
-        ),
-    )
+    shutil.copytree(ROOT, repo / CHECKOUT, ignore=_not_source)
     return repo
+
+
+_SKIP = shutil.ignore_patterns(
+    ".git", ".tox", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+)
+
+
+def _not_source(folder: str, names: list[str]) -> set[str]:
+    """What a checkout copy leaves out: build output, caches, and the traces folder
+    the CLI writes at the top (``statecore/traces``, the package, is source)."""
+    skipped = set(_SKIP(folder, names))
+    if Path(folder) == ROOT and "traces" in names:
+        skipped.add("traces")
+    return skipped
 
 
 def fresh_venv(directory: Path) -> Path:
