@@ -33,6 +33,17 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0",
     ),
     AdapterSpec(
+        name="vllm-omni-checked",
+        target="chunk_transfer",
+        factory="statecore.models.bindings.vllm_omni_checked:CheckedChunkTransferAdapterBinding",
+        system="statecore.models.bindings.vllm_omni_checked:fuzz_system_reference",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="CheckedChunkTransferAdapter (statecore.models.implementations."
+        "checked_chunk_transfer): vllm-omni 0.30.0's adapter with the checked sender "
+        "machines, against the reference model",
+    ),
+    AdapterSpec(
         name="request-state-accessor",
         target="request_state_system",
         factory="statecore.models.bindings.request_state:AccessorBinding",

@@ -129,6 +129,11 @@ def pop_both(s: Snapshot, p: Payload) -> Changes:
     return {"expected": None, "sent": None}
 
 
+def pop_sent(s: Snapshot, p: Payload) -> Changes:
+    """``requests_num_chunks_sent.pop(ext)``: a rebuilt prompt restarts the token count."""
+    return {"sent": None}
+
+
 # -- the segment end's transitions ----------------------------------------------------
 
 
@@ -190,15 +195,61 @@ def watermark_machine(
     before the lock (CTA:430), even if the lock then rejects it.
     """
     generations = range(segments + 1)
-    stamps_events = [
-        Event(
-            "stamp",
-            [Field("generation", generations)],
-            policy="error",
-            doc="a save the sender lock rejects: only _segment_generation is set",
-        )
+    save_fields = [
+        Field("kind", KINDS),
+        Field("generation", generations),
+        Field("confirmed", range(max_tokens + 1)),
+        Field("counter", BOOL),
     ]
-    stamps = [Transition("open", "stamp", None, effect=store_generation)]
+    stamps = (
+        [
+            Event(
+                "stamp",
+                [Field("generation", generations)],
+                policy="error",
+                doc="a save the sender lock rejects: only _segment_generation is set",
+            )
+        ],
+        [Transition("open", "stamp", None, effect=store_generation)],
+    )
+    return _machine(segments, max_tokens, save_fields, segment_ends, stamps if stamp else ([], []))
+
+
+def runtime_watermark_machine() -> Machine:
+    """The watermark a running adapter keeps: `watermark_machine`, for unbounded counts.
+
+    The generations and token counts a server sees have no bound, so the
+    ``save`` event's ``generation`` and ``confirmed`` are typed ``int`` fields
+    (the bounded machine's values are their sample) and the variables may
+    hold any count. The segment end is 0.30.0's (advance only with the
+    counter, #6816). One event more than the checked systems drive:
+    ``rebuild_prompt``, the scheduler's ``requests_num_chunks_sent.pop(ext)``
+    when it rebuilds a streaming prompt (MIX:202, MIX:313, AR:903), which the
+    checked systems fold into the segment end that precedes it.
+    """
+    segments, max_tokens = 3, 6
+    save_fields = [
+        Field("kind", KINDS),
+        Field("generation", type=int, sample=range(segments + 1)),
+        Field("confirmed", type=int, sample=range(max_tokens + 1)),
+        Field("counter", BOOL),
+    ]
+    rebuild = (
+        [Event("rebuild_prompt", policy="ignore", doc="the scheduler pops the token watermark")],
+        [Transition("open", "rebuild_prompt", None, effect=pop_sent)],
+    )
+    return _machine(segments, max_tokens, save_fields, SEGMENT_END_0_30_0, rebuild)
+
+
+def _machine(
+    segments: int,
+    max_tokens: int,
+    save_fields: list[Field],
+    segment_ends: tuple[Transition, ...],
+    extra: tuple[list[Event], list[Transition]],
+) -> Machine:
+    """The ``segment_watermark`` machine with `save_fields` and `extra` events."""
+    extra_events, extra_transitions = extra
     return Machine(
         "segment_watermark",
         doc="save_async's admission state for one external id (see the module doc).",
@@ -220,17 +271,12 @@ def watermark_machine(
         events=[
             Event(
                 "save",
-                [
-                    Field("kind", KINDS),
-                    Field("generation", generations),
-                    Field("confirmed", range(max_tokens + 1)),
-                    Field("counter", BOOL),
-                ],
+                save_fields,
                 policy="error",
                 doc="save_async(kind) of a request at this generation and token count",
             ),
             Event("clear", policy="ignore", doc="_clear_sender_state_locked (terminal cleanup)"),
-            *(stamps_events if stamp else []),
+            *extra_events,
         ],
         transitions=[
             _save("late", late, None, (out("skipped", reason="late"),)),
@@ -238,7 +284,7 @@ def watermark_machine(
             _save("admit", chunk_or_terminal, store_both, ADMITTED),
             *segment_ends,
             Transition("open", "clear", None, effect=pop_both),
-            *(stamps if stamp else []),
+            *extra_transitions,
         ],
     )
 

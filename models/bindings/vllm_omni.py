@@ -113,6 +113,7 @@ __all__ = [
     "BASE_MODULE",
     "CONNECTOR_BASE_MODULE",
     "CTA_MODULE",
+    "FUZZ_BOUNDS",
     "KNOWN_0_30_0",
     "MIXIN_MODULE",
     "MUTANTS",
@@ -176,11 +177,13 @@ KNOWN_0_30_0: Mapping[str, str] = {
 """Properties vLLM-Omni 0.30.0 is known to violate, with the reason."""
 
 
+FUZZ_BOUNDS: Mapping[str, Any] = {"ids": 2, "generations": 3, "saves": 3, "segments": 2}
+"""The bounds the real adapter is fuzzed at."""
+
+
 def fuzz_system_0_30_0() -> System:
     """vLLM-Omni 0.30.0 as released, at the bounds the real adapter is fuzzed at."""
-    return build(
-        replace(RELEASED_0_30_0, ids=2, generations=3, saves=3, segments=2, name="chunk_transfer")
-    )
+    return build(replace(RELEASED_0_30_0, name="chunk_transfer", **FUZZ_BOUNDS))
 
 
 class ProcessorFailure(RuntimeError):
@@ -233,6 +236,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.adapter: Any = None
         self.connector: Any = None
         self.requests: dict[Hashable, Any] = {}
+        self.by_id: dict[str, Any] = {}  # every request made, by internal id
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
 
@@ -243,12 +247,17 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.classes = real_classes()
         self.baton = Baton(self.timeout)
         self.connector = self.classes.connector(self)
-        self.adapter = make_adapter(self.connector)
+        self.adapter = self.make_adapter()
         # Set the processor directly (the dotted-path config is CTA:179-184).
         self.adapter.custom_process_next_stage_input_func = self._processor
         self.requests = {}
+        self.by_id = {}
         self.tokens = {}
         self.flight = None
+
+    def make_adapter(self) -> Any:
+        """The adapter under test, on the fake connector, its threads stopped."""
+        return make_adapter(self.connector)
 
     def teardown(self) -> None:
         for _ in range(8):  # a failing example may leave the worker parked
@@ -307,6 +316,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         )
         request.status = self.classes.status.RUNNING
         self.requests[ext] = request
+        self.by_id[request.request_id] = request
 
     def _request_snapshot(self, step: SystemStep, ext: Hashable) -> Any:
         snap = step.state.slots[self.system.slot_index("request", ext)].snapshot

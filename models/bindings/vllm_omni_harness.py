@@ -101,23 +101,6 @@ def _import_real() -> RealClasses:
         ) from exc
     real_adapter = cta.OmniChunkTransferAdapter
 
-    class Harnessed(real_adapter):  # type: ignore[misc, valid-type]
-        """The real adapter; only the connector factory is replaced (CTA:289-313)."""
-
-        @classmethod
-        def create_connector(cls, model_config: Any) -> Any:
-            return model_config.statecore_connector
-
-        def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
-            # The connector may hold the save thread between the send and
-            # _send_single_request's finally (the model's ``finish`` step).
-            after_send = getattr(self.connector, "after_send", None)
-            try:
-                return super()._send_single_request_for_generation(*args, **kwargs)
-            finally:
-                if after_send is not None:
-                    after_send()
-
     class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
         """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
 
@@ -172,9 +155,39 @@ def _import_real() -> RealClasses:
             self.closed = True
 
     return RealClasses(
-        real_adapter, mixin._log_failed_chunk_sends, Harnessed, FakeConnector, payload,
-        omni_request, sampling_params, request_status,
+        real_adapter, mixin._log_failed_chunk_sends, harnessed(real_adapter), FakeConnector,
+        payload, omni_request, sampling_params, request_status,
     )  # fmt: skip
+
+
+_HARNESSED: dict[type[Any], type[Any]] = {}
+
+
+def harnessed(base: type[Any]) -> type[Any]:
+    """`base` (the real adapter or a subclass of it) with only the connector factory
+    replaced (CTA:289-313), and a park between the send and its ``finally``."""
+    cls = _HARNESSED.get(base)
+    if cls is not None:
+        return cls
+
+    class Harnessed(base):  # type: ignore[misc]
+        @classmethod
+        def create_connector(cls, model_config: Any) -> Any:
+            return model_config.statecore_connector
+
+        def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
+            # The connector may hold the save thread between the send and
+            # _send_single_request's finally (the model's ``finish`` step).
+            after_send = getattr(self.connector, "after_send", None)
+            try:
+                return super()._send_single_request_for_generation(*args, **kwargs)
+            finally:
+                if after_send is not None:
+                    after_send()
+
+    Harnessed.__doc__ = f"{base.__name__}; only the connector factory is replaced."
+    _HARNESSED[base] = Harnessed
+    return Harnessed
 
 
 def describe_payload(data: Any) -> tuple[bool, bool, bool]:
@@ -195,9 +208,11 @@ def _flag(meta: Any, name: str) -> bool:
     return bool(flag)
 
 
-def make_adapter(connector: Any, *, max_num_seqs: int = 8) -> Any:
-    """A real adapter on `connector`, its background threads stopped and joined."""
+def make_adapter(connector: Any, *, max_num_seqs: int = 8, base: type[Any] | None = None) -> Any:
+    """A real adapter (or `base`, a subclass of it) on `connector`, its background
+    threads stopped and joined."""
     classes = real_classes()
+    adapter_class = classes.harnessed if base is None else harnessed(base)
     model_config = SimpleNamespace(
         stage_id=STAGE_ID,
         async_chunk=True,
@@ -210,7 +225,7 @@ def make_adapter(connector: Any, *, max_num_seqs: int = 8) -> Any:
     vllm_config = SimpleNamespace(
         model_config=model_config, scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs)
     )
-    adapter = classes.harnessed(vllm_config)
+    adapter = adapter_class(vllm_config)
     stop_threads(adapter)
     return adapter
 

@@ -1,0 +1,71 @@
+"""The ``vllm-omni-checked`` adapter: the reference chunk_transfer model bound to
+`CheckedChunkTransferAdapter`.
+
+The same binding as ``vllm-omni`` (`statecore.models.bindings.vllm_omni`:
+the same fake connector, processor, parks and observation), with two
+changes:
+
+* the adapter under test is
+  `statecore.models.implementations.checked_chunk_transfer.checked_adapter_class`
+  over the real 0.30.0 class, and it must conform to the *reference*
+  ``chunk_transfer`` model (`fuzz_system_reference`), not to 0.30.0 as
+  released: no finding is known;
+* the scheduler's sweep of send failures (the model's ``collect_failures``)
+  is `fail_failed_chunk_sends`, the reference sweep the checked adapter
+  ships with, on a stand-in scheduler whose ``finish_requests`` calls the
+  adapter's and then sets the status, as vLLM's scheduler does.
+
+The observation needs no change: the checked adapter's sender tokens,
+watermarks and ``request_payload`` read like 0.30.0's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from statecore.system import System, SystemStep
+
+from ..chunk_transfer import build
+from ..chunk_transfer_records import ChunkTransferConfig
+from ..implementations.checked_chunk_transfer import (
+    checked_adapter_class,
+    fail_failed_chunk_sends,
+)
+from .vllm_omni import FUZZ_BOUNDS, OmniChunkTransferAdapterBinding
+from .vllm_omni_harness import make_adapter
+
+__all__ = ["CheckedChunkTransferAdapterBinding", "fuzz_system_reference"]
+
+
+def fuzz_system_reference() -> System:
+    """The reference chunk_transfer model at the bounds the real adapter is fuzzed at."""
+    return build(ChunkTransferConfig(name="chunk_transfer", **FUZZ_BOUNDS))
+
+
+class CheckedChunkTransferAdapterBinding(OmniChunkTransferAdapterBinding):
+    """The chunk_transfer reference model's actions performed on the checked adapter."""
+
+    name = "vllm-omni-checked"
+    known: Mapping[str, str] = {}
+
+    def make_adapter(self) -> Any:
+        return make_adapter(self.connector, base=checked_adapter_class(self.classes.adapter))
+
+    def _do_collect_failures(self, step: SystemStep) -> None:
+        status = self.classes.status
+
+        def finish_requests(request_id: str, finished_status: Any) -> None:
+            request = self.by_id[request_id]
+            self.adapter.finish_requests(request_id, finished_status, {request_id: request})
+            request.status = finished_status
+
+        scheduler = SimpleNamespace(
+            chunk_transfer_adapter=self.adapter,
+            requests={
+                r.request_id: r for r in self.by_id.values() if r.status != status.FINISHED_ERROR
+            },
+            finish_requests=finish_requests,
+        )
+        fail_failed_chunk_sends(scheduler)

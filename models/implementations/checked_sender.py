@@ -1,0 +1,259 @@
+"""The sender-side state of vLLM-Omni's chunk transfer, held by the checked machines.
+
+vLLM-Omni 0.30.0 keeps each external id's sender lifecycle in flags and
+dicts that a dozen code paths set and test (``_SenderGeneration``,
+``_segment_generation``, ``requests_num_chunks_sent``, ``request_payload``).
+Here each of those is the state of an `Instance` of a machine that
+``statecore check`` verified inside the ``chunk_transfer`` system:
+
+* `SenderGeneration` - one ``_SenderGeneration``: its flags (``cancelled``,
+  ``terminal_pending``, ``cleanup_deferred``, ``in_flight``) are read off a
+  ``sender_generation`` instance, and only that machine's events change them;
+  it also records which request opened it (`SenderGeneration.owner`).
+* `Watermarks` - ``_segment_generation[ext]`` and
+  ``requests_num_chunks_sent[ext]`` are the variables of one
+  ``segment_watermark`` instance per id (the runtime form, for unbounded
+  counts); `Watermarks.generations` and `Watermarks.tokens` are read-only
+  dict views for the code that reads those attributes.
+* `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
+  can be written only while that id's ``request_state`` generation is live
+  (a `statecore.models.implementations.request_state.RequestStateAccessor`):
+  a stale processor can never recreate state after cleanup, and a request
+  reusing the id starts with none.
+
+`statecore.models.implementations.checked_chunk_transfer` builds the adapter
+on these. Only the standard library and statecore are used here, so this
+module is tested without vLLM.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from statecore import Instance, Outcome
+
+from ..segment_watermark import runtime_watermark_machine
+from ..sender_generation import sender_generation_machine
+from .request_state import RequestStateAccessor
+
+__all__ = [
+    "PAYLOAD_NAMESPACE",
+    "GenerationPayloads",
+    "SenderGeneration",
+    "Watermarks",
+]
+
+_LOG = logging.getLogger(__name__)
+
+SENDER_GENERATION = sender_generation_machine()
+WATERMARK = runtime_watermark_machine()
+
+_CANCELLED = frozenset({"draining", "retiring"})
+_TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
+
+
+class SenderGeneration:
+    """One sender generation of an external id (0.30.0's ``_SenderGeneration``).
+
+    The flags 0.30.0 assigns by hand are properties of the machine's state;
+    `fire` is the only way to change them. ``num_puts`` and
+    ``terminal_sent`` stay plain counters: they only size the shared-memory
+    cleanup, which no property depends on.
+    """
+
+    __slots__ = ("machine", "num_puts", "owner", "terminal_sent")
+
+    def __init__(self, owner: str) -> None:
+        self.machine = Instance(SENDER_GENERATION)
+        self.owner = owner  # the internal id of the request whose save opened it
+        self.num_puts = 0
+        self.terminal_sent = False
+
+    def fire(self, event: str, /, **payload: Any) -> Outcome:
+        """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine."""
+        return self.machine.fire(event, **payload)
+
+    @property
+    def state(self) -> str:
+        """``open``, ``terminal_pending``, ``draining``, ``retiring`` or ``reclaimed``."""
+        return self.machine.state
+
+    @property
+    def cancelled(self) -> bool:
+        """``cleanup_sender`` retired it (0.30.0's ``cancelled``)."""
+        return self.machine.state in _CANCELLED
+
+    @property
+    def terminal_pending(self) -> bool:
+        """A terminal is queued or in flight: cleanup must wait for it."""
+        return self.machine.state in _TERMINAL_PENDING
+
+    @property
+    def cleanup_deferred(self) -> bool:
+        """The terminal owes the cleanup ``cleanup_sender`` asked for."""
+        return self.machine.state == "draining"
+
+    @property
+    def in_flight(self) -> bool:
+        """The save thread runs one of its tasks."""
+        return bool(self.machine.snapshot.in_flight)
+
+    def __repr__(self) -> str:
+        return f"SenderGeneration(owner={self.owner!r}, {self.machine.snapshot!r})"
+
+
+class Watermarks:
+    """``save_async``'s admission state per external id: one ``segment_watermark`` each.
+
+    An id has an instance from its first save until ``clear``; absent, both
+    watermarks read as absent, as 0.30.0's popped dict entries do.
+    """
+
+    __slots__ = ("_marks", "generations", "tokens")
+
+    def __init__(self) -> None:
+        self._marks: dict[str, Instance] = {}
+        self.generations: Mapping[str, int] = _WatermarkView(self._marks, "expected")
+        """``_segment_generation``: the next segment generation a save may carry."""
+        self.tokens: Mapping[str, int] = _TokenView(self._marks)
+        """``requests_num_chunks_sent``: the confirmed tokens already queued."""
+
+    def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
+        """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
+        mark = self._marks.get(ext)
+        if mark is None:
+            mark = self._marks[ext] = Instance(WATERMARK)
+        outcome = mark.fire(
+            "save", kind=kind, generation=generation, confirmed=confirmed, counter=counter
+        )
+        [output] = outcome.outputs
+        return "admitted" if output.name == "admitted" else str(output.get("reason"))
+
+    def rebuild_prompt(self, ext: str) -> None:
+        """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
+        mark = self._marks.get(ext)
+        if mark is not None:
+            mark.fire("rebuild_prompt")
+
+    def clear(self, ext: str) -> None:
+        """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
+        mark = self._marks.pop(ext, None)
+        if mark is not None:
+            mark.fire("clear")
+
+
+class _WatermarkView(Mapping[str, int]):
+    """One watermark variable of every id, as the read-only dict 0.30.0 code reads."""
+
+    __slots__ = ("_marks", "_var")
+
+    def __init__(self, marks: dict[str, Instance], var: str) -> None:
+        self._marks = marks
+        self._var = var
+
+    def __getitem__(self, ext: str) -> int:
+        mark = self._marks.get(ext)
+        value = None if mark is None else getattr(mark.snapshot, self._var)
+        if value is None:
+            raise KeyError(ext)
+        return int(value)
+
+    def __iter__(self) -> Iterator[str]:
+        var = self._var
+        return iter(
+            [e for e, m in list(self._marks.items()) if getattr(m.snapshot, var) is not None]
+        )
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _TokenView(_WatermarkView):
+    """``requests_num_chunks_sent``: read-only, but the scheduler may pop an entry."""
+
+    __slots__ = ()
+
+    def __init__(self, marks: dict[str, Instance]) -> None:
+        super().__init__(marks, "sent")
+
+    def pop(self, ext: str, default: Any = None) -> Any:
+        """The scheduler rebuilt a prompt (MIX:202, MIX:313, AR:903): ``rebuild_prompt``."""
+        value = self.get(ext, default)
+        mark = self._marks.get(ext)
+        if mark is not None:
+            mark.fire("rebuild_prompt")
+        return value
+
+
+PAYLOAD_NAMESPACE = "request_payload"
+"""The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
+
+
+class GenerationPayloads(dict[str, Any]):
+    """``request_payload``: an id's entry exists only while its request-state generation lives.
+
+    A plain ``dict`` to the processors that use it (they test ``isinstance(...,
+    dict)``, read, pop and assign). Writes for an id with no live generation
+    are dropped and logged: that is a stale processor after cleanup, and
+    0.30.0 would have recreated state nobody clears. Reads need no fence:
+    ``release`` removes the entry with its generation.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.states = RequestStateAccessor((PAYLOAD_NAMESPACE,))
+
+    # -- the lifecycle (called by the adapter) ------------------------------------
+
+    def open(self, ext: str, owner: object) -> None:
+        """A new sender generation opened: a new request-state generation, no entry yet."""
+        super().pop(ext, None)
+        self.states.open(ext, owner=owner)
+
+    def complete_segment(self, ext: str, owner: object) -> None:
+        """Segment-end post-processing: request-wide state is kept."""
+        self.states.complete_segment(ext, owner=owner)
+
+    def on_failure(self, ext: str, owner: object) -> None:
+        """A send of the generation failed: the state is kept until cleanup."""
+        self.states.on_failure(ext, owner=owner)
+
+    def release(self, ext: str) -> None:
+        """``_clear_sender_state_locked``: the generation is released with its entry."""
+        self.states.cleanup(ext)
+        super().pop(ext, None)
+
+    # -- the dict the processors see --------------------------------------------------
+
+    def _admits(self, ext: str) -> bool:
+        if self.states.status(ext) in ("open", "failed"):
+            self.states.get_or_create(ext, PAYLOAD_NAMESPACE, _present)
+            return True
+        _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
+        return False
+
+    def __setitem__(self, ext: str, value: Any) -> None:
+        if self._admits(ext):
+            super().__setitem__(ext, value)
+
+    def setdefault(self, ext: str, default: Any = None) -> Any:
+        if ext in self:
+            return self[ext]
+        if self._admits(ext):
+            super().__setitem__(ext, default)
+        return default
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for ext, value in dict(*args, **kwargs).items():
+            self[ext] = value
+
+    def __ior__(self, other: Any) -> GenerationPayloads:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+
+def _present() -> bool:
+    """The request-state namespace's value: the entry lives in the dict itself."""
+    return True
