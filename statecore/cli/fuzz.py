@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from ..fuzzing.coverage import CodeCoverage, Measurement, parse_target
-from ..registry import bundled
+from ..fuzzing.finding_store import DEFAULT_DIRECTORY, open_database
 from .common import (
     EXIT_FINDING,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    UsageError,
     colour,
     never_taken,
     output_error,
@@ -23,6 +24,7 @@ from .common import (
     resolve_adapter_guarded,
     resolve_target,
 )
+from .fuzz_common import fuzz_options, fuzz_replay_command, write_fuzz_trace
 from .progress import fuzz_progress_printer
 
 
@@ -35,7 +37,9 @@ def add_fuzz_parser(sub: Any) -> None:
             "  statecore fuzz chunk_transfer --adapter model:chunk_transfer_6670 --seed 1\n"
             "  statecore fuzz mypkg.shop:MODEL --adapter mypkg.shop:ShopAdapter\n"
             "  statecore fuzz request_state_system --adapter request-state-accessor \\\n"
-            "      --coverage statecore.models.implementations.request_state\n\n"
+            "      --coverage statecore.models.implementations.request_state\n"
+            "  statecore fuzz chunk_transfer --adapter vllm-omni --workers 2 --budget 60\n"
+            "  statecore fuzz chunk_transfer --adapter vllm-omni --database redis://ci-redis:6379/0\n\n"
             "exit codes: 0 nothing new found, 1 a finding, 2 bad usage or adapter not "
             "installed,\n  3 internal error, 130 interrupted"
         ),
@@ -75,6 +79,21 @@ def add_fuzz_parser(sub: Any) -> None:
         help="report the lines and branches of MODULE's functions (or of FUNC,... only: a "
         "name or Class.name) that the run reached, measured by coverage.py",
     )
+    p_fuzz.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="fuzz in N processes, worker i with seed SEED+i, sharing findings through the "
+        "example database (--max-examples is the total)",
+    )
+    p_fuzz.add_argument(
+        "--database",
+        default=None,
+        metavar="DIR|redis://HOST:PORT/DB",
+        help="a Hypothesis example database: its stored findings replay first and new ones are "
+        f"stored there (default: none with one worker, {DEFAULT_DIRECTORY} with more)",
+    )
     p_fuzz.set_defaults(func=_cmd_fuzz)
 
 
@@ -86,9 +105,17 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 
     require_positive_float(args.budget, "--budget", "seconds", 60)
     require_positive_int(args.max_examples, "--max-examples", "examples", 100)
+    require_positive_int(args.workers, "--workers", "processes", 2)
     require_writable_dir(args.trace_out, "--trace-out")
+    if args.workers > 1 and args.coverage:
+        raise UsageError("--coverage measures one process; run it without --workers")
     resolve_target(args.target)  # a user module's failures are one line
     system, factory, spec = resolve_adapter_guarded(args.target, args.adapter)
+    if args.workers > 1:
+        from .fuzz_workers import run_workers
+
+        return run_workers(args, system, factory, spec.name, args.database or DEFAULT_DIRECTORY)
+    database = open_database(args.database) if args.database else None
     measurement = Measurement(parse_target(args.coverage)) if args.coverage else None
     printer = fuzz_progress_printer(f"{args.target} / {spec.name}", sys.stderr)
     interrupted = False
@@ -96,18 +123,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     if measurement is not None:
         measurement.start()  # coverage.py missing: the ImportError names the extra
     try:
-        report = fuzz(
-            system,
-            factory,
-            budget=args.budget,
-            max_examples=args.max_examples,
-            seed=args.seed,
-            profile=args.profile,
-            known={} if args.no_known else None,
-            swarm=not args.no_swarm,
-            guided=not args.no_guided,
-            progress=printer,
-        )
+        report = fuzz(system, factory, progress=printer, database=database, **fuzz_options(args))
     except FuzzInterrupted as stop:
         report, interrupted = stop.report, True
     finally:
@@ -117,10 +133,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     trace_file, failure = None, None
     if report.finding is not None:
         try:
-            trace_file = _write_fuzz_trace(report, args, spec.name)
+            trace_file = write_fuzz_trace(report.system, report.finding, args, spec.name)
         except OSError as exc:
             failure = output_error("--trace-out", exc)
-    replay = _fuzz_replay_command(trace_file, args.target, spec.name)
+    replay = fuzz_replay_command(trace_file, args.target, spec.name)
     if args.json:
         data = _fuzz_json(report, spec.name, trace_file, replay)
         if reached is not None:
@@ -138,32 +154,6 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FINDING
 
 
-def _write_fuzz_trace(report: Any, args: argparse.Namespace, adapter: str) -> Path:
-    from ..traces.itf import write_itf
-
-    finding = report.finding
-    args.trace_out.mkdir(parents=True, exist_ok=True)
-    safe = adapter.replace(":", "_")
-    path: Path = args.trace_out / f"{report.system.name}.{safe}.{finding.property_id}.itf.json"
-    meta = {"target": args.target, "adapter": adapter}
-    write_itf(finding.trace, report.system, path, meta=meta)
-    return path
-
-
-def _fuzz_replay_command(trace_file: Path | None, target: str, adapter: str) -> str | None:
-    """The command that replays a fuzz trace; --target only where the header's is not enough."""
-    import shlex
-
-    if trace_file is None:
-        return None
-    bundled_names = {t.name for t in bundled()}
-    words = ["statecore", "replay", str(trace_file)]
-    if target not in bundled_names:
-        words += ["--target", target]
-    words += ["--adapter", adapter]
-    return " ".join(shlex.quote(w) for w in words)
-
-
 def _fuzz_json(
     report: Any, adapter: str, trace_file: Path | None, replay: str | None
 ) -> dict[str, Any]:
@@ -179,6 +169,7 @@ def _fuzz_json(
         "seconds": round(report.seconds, 3),
         "steps_per_s": round(report.steps_per_second, 1),
         "found_in": report.found_in or None,
+        "replayed": report.replayed,
         "found_after": None if report.found_after is None else round(report.found_after, 3),
         "guided": None
         if guided is None
@@ -247,8 +238,14 @@ def _print_fuzz(
         head = f"{colour('FOUND', '31', sys.stdout)} {name}: {found}, {timing}"
     print(head)
     guided = report.guided
+    replayed = f is not None and report.found_in == "replay"
+    if report.replayed:
+        print(f"  replay: {report.replayed} stored findings replayed from the example database")
     if guided is None:
-        print("  guided: off (--no-guided)")
+        print(
+            "  guided: "
+            + ("not run (a stored finding replayed)" if replayed else "off (--no-guided)")
+        )
     else:
         stop = GUIDED_STOPS.get(guided.stopped, "")
         print(
@@ -260,11 +257,11 @@ def _print_fuzz(
                 print(f"    not reached: {goal}")
             if len(guided.missed) > 10:
                 print(f"    ... and {len(guided.missed) - 10} more")
-    if report.examples or not (f is not None and report.found_in == "guided"):
+    if report.examples or not (f is not None and report.found_in in ("guided", "replay")):
         cut = f" (and {report.discarded} Hypothesis cut short)" if report.discarded else ""
         print(f"  search: {report.examples} examples{cut}, {report.steps} steps")
     else:
-        print("  search: not run (the guided phase found it)")
+        print(f"  search: not run (the {report.found_in} phase found it)")
     if f is not None:
         proof = {True: "no step or block of steps can go", False: "replay bound reached"}
         print(

@@ -41,7 +41,9 @@ from ..adapter import Adapter, AdapterError
 from ..check.stepcache import SuccessorCache
 from ..errors import StatecoreError
 from ..system import ActionLabel, System, SystemState, SystemStep
+from ..traces.path import follow
 from ..traces.trace import Trace
+from .finding_store import FindingStore
 from .guided import DEFAULT_MAX_STATES, GOAL_KINDS, Goal, Planner
 from .interpreter import (
     CONFORMANCE,
@@ -51,6 +53,7 @@ from .interpreter import (
     IMPLEMENTATION_KINDS,
     LIVELOCK,
     PROGRESS_INTERVAL,
+    REPLAY,
     SEARCH,
     SHRINK,
     Finding,
@@ -170,7 +173,8 @@ class FuzzReport:
     `shrink_replays` / `shrink_steps`. `taken`
     (coverage) counts the transitions the guided and search phases took.
     `found_after` is the time from the start to the first failing run, and
-    `found_in` the phase that ran it (``"guided"`` or ``"search"``).
+    `found_in` the phase that ran it (``"replay"``, ``"guided"`` or ``"search"``);
+    `replayed` counts the stored findings replayed from the example database.
     """
 
     system: System
@@ -190,6 +194,7 @@ class FuzzReport:
     found_in: str = ""
     interrupted: bool = False
     discarded: int = 0
+    replayed: int = 0
 
     @property
     def ok(self) -> bool:
@@ -241,6 +246,8 @@ def fuzz(
     max_states: int = DEFAULT_MAX_STATES,
     batch: int = 50,
     progress: Progress | None = None,
+    database: Any = None,
+    share: tuple[int, int] = (0, 1),
 ) -> FuzzReport:
     """Fuzz `adapter_factory()` against `system`: guided paths, search, then shrinking.
 
@@ -253,6 +260,12 @@ def fuzz(
     is shrunk (`minimise`). `progress`, if given, is called with a
     `FuzzProgress` at most every `PROGRESS_INTERVAL` seconds and at the end.
     Ctrl-C raises `FuzzInterrupted` with the report so far.
+
+    With a Hypothesis example `database` (`statecore.fuzzing.finding_store`),
+    the findings stored there for this system and adapter replay first, the
+    ones other processes store meanwhile replay between search batches, and a
+    finding of this run is stored (as found, then shrunk). `share` ``(i, n)``
+    runs only every n-th guided path, from the i-th: worker i of n.
     """
     if profile not in PROFILES:
         raise StatecoreError(f"unknown profile {profile!r}; profiles are {sorted(PROFILES)}")
@@ -266,25 +279,37 @@ def fuzz(
     machine = state_machine(
         system, adapter_factory, known=known, swarm=swarm, stats=stats, successors=successors
     )
-    _warm_up(system, adapter_factory)  # imports and first-use costs stay outside the budget
+    adapter_name = _warm_up(system, adapter_factory)  # first-use costs stay outside the budget
+    store = FindingStore(database, system, adapter_name) if database is not None else None
+    replayed: set[bytes] = set()
+
+    def replay() -> Finding | None:
+        return None if store is None else _replay_stored(store, machine, stats, replayed)
+
     stats.started = started = time.perf_counter()
     deadline = started + budget if budget is not None else None
     finding: Finding | None = None
     guided_report: GuidedReport | None = None
     interrupted = False
     try:
-        if guided:
+        finding = replay()
+        if guided and finding is None:
             finding, guided_report = _guided(
-                system, machine, successors, stats, deadline, max_states
+                system, machine, successors, stats, deadline, max_states, share
             )
         if finding is None and not (deadline is not None and time.perf_counter() >= deadline):
+            between = replay if store is not None else None
             finding = _search(
-                system, machine, stats, profile, seed or 0, max_examples, deadline, batch
+                system, machine, stats, profile, seed or 0, max_examples, deadline, batch, between
             )
         if finding is not None:
+            if store is not None:  # at once: the other workers replay it at their next batch
+                store.save(finding.kind, finding.trace)
             stats.phase = SHRINK
             stats.tick(force=True)
             finding = minimise(system, finding, adapter_factory, known=known, _stats=stats)
+            if store is not None:
+                store.save(finding.kind, finding.trace)
     except KeyboardInterrupt as stop:
         interrupted = True
         if isinstance(stop, _GuidedInterrupted):
@@ -308,14 +333,17 @@ def fuzz(
         stats.found_in,
         interrupted,
         stats.discarded,
+        stats.examples[REPLAY],
     )
     if interrupted:
         raise FuzzInterrupted(report)
     return report
 
 
-def _warm_up(system: System, adapter_factory: Callable[[], Adapter]) -> None:
+def _warm_up(system: System, adapter_factory: Callable[[], Adapter]) -> str:
     """Build and set up one adapter before the clock starts; refuse what is not one.
+
+    Returns the adapter's name.
 
     An adapter that cannot even be built and set up is an `AdapterError` (a
     usage error), not a finding: no step was taken.
@@ -348,6 +376,30 @@ def _warm_up(system: System, adapter_factory: Callable[[], Adapter]) -> None:
             f"adapter {name}: setting it up for system {system.name!r} raised "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+    return str(getattr(warm, "name", "") or type(warm).__name__)
+
+
+def _replay_stored(
+    store: FindingStore,
+    machine: type[RuleBasedStateMachine],
+    stats: _Stats,
+    done: set[bytes],
+) -> Finding | None:
+    """Replay the stored findings not replayed yet, shortest first: the first that shows."""
+    phase, stats.phase = stats.phase, REPLAY
+    for stored in store.fetch():
+        if stored.raw in done:
+            continue
+        done.add(stored.raw)
+        try:
+            steps = follow(store.system, stored.trace.actions).steps
+        except StatecoreError:  # the model changed since: the trace no longer applies
+            continue
+        finding = run_steps(machine, steps)
+        if finding is not None:
+            return finding
+    stats.phase = phase
+    return None
 
 
 def _check_limits(budget: float | None, max_examples: int | None) -> None:
@@ -365,8 +417,12 @@ def _guided(
     stats: _Stats,
     deadline: float | None,
     max_states: int,
+    share: tuple[int, int] = (0, 1),
 ) -> tuple[Finding | None, GuidedReport]:
-    """Run each model-chosen path, as is and one action longer, until a finding."""
+    """Run each model-chosen path, as is and one action longer, until a finding.
+
+    With `share` ``(i, n)``, only the paths whose number is i modulo n.
+    """
     stats.phase = GUIDED
     began = time.perf_counter()
     planner = Planner(system, successors, max_states)
@@ -400,6 +456,8 @@ def _guided(
                 if labels in done:
                     continue
                 done.add(labels)
+                if len(done) % share[1] != share[0]:
+                    continue
                 finding = run_steps(machine, path)
                 if finding is not None:
                     stopped = "finding"
@@ -434,13 +492,18 @@ def _search(
     max_examples: int | None,
     deadline: float | None,
     batch: int,
+    between: Callable[[], Finding | None] | None = None,
 ) -> Finding | None:
-    """Hypothesis' stateful search, generate phase only: the first finding, or None."""
+    """Hypothesis' stateful search, generate phase only: the first finding, or None.
+
+    `between`, if given, runs after every batch (batches then also without
+    a deadline) and ends the search with the finding it returns.
+    """
     stats.phase = SEARCH
     round_ = 0
     remaining = max_examples
     while True:
-        if deadline is None:
+        if deadline is None and between is None:
             assert remaining is not None
             size = remaining  # one run: Hypothesis spreads its examples over one seed
         else:
@@ -468,6 +531,9 @@ def _search(
                 f"replay ({exc}); an adapter must reset everything in setup()"
             ) from exc
         round_ += 1
+        shared = between() if between is not None else None
+        if shared is not None:
+            return shared
         if remaining is not None:
             remaining -= size
             if remaining <= 0:

@@ -59,6 +59,7 @@ IMPLEMENTATION_KINDS = frozenset({CONFORMANCE, CRASH, LIVELOCK})
 
 DRAIN_LIMIT = 500
 
+REPLAY = "replay"
 GUIDED = "guided"
 SEARCH = "search"
 SHRINK = "shrink"
@@ -119,7 +120,7 @@ class _Stats:
     examples: Counter[str] = field(default_factory=Counter)
     steps: Counter[str] = field(default_factory=Counter)
     taken: dict[str, Counter[tuple[str, str]]] = field(
-        default_factory=lambda: {GUIDED: Counter(), SEARCH: Counter(), SHRINK: Counter()}
+        default_factory=lambda: {p: Counter() for p in (REPLAY, GUIDED, SEARCH, SHRINK)}
     )
     known: dict[str, Trace] = field(default_factory=dict)
     discarded: int = 0  # search examples Hypothesis cut short and did not count
@@ -136,7 +137,7 @@ class _Stats:
 
     def found(self) -> None:
         """Note the first finding of the run (searching ends there; shrinking starts)."""
-        if self.found_after is None and self.phase in (GUIDED, SEARCH):
+        if self.found_after is None and self.phase in (REPLAY, GUIDED, SEARCH):
             self.found_after = time.perf_counter() - self.started
             self.found_in = self.phase
             if self.phase == SEARCH:  # Hypothesis re-runs the failing example: shrinking
