@@ -1,0 +1,236 @@
+"""`CheckedChunkTransferAdapter` against the reference chunk_transfer model.
+
+Needs the real stack (``tox -e vllm``); skipped without it.
+
+(a) directed scenarios on the checked adapter, in lockstep with the
+    reference model: where 0.30.0 has a finding, the checked adapter does
+    what the spec asks;
+(b) fuzzing: no finding and no mismatch, with nothing known; the same
+    binding on the unmodified 0.30.0 adapter fails at once (the binding can
+    tell them apart);
+(c) mutation check: each reference behaviour of the subclass, undone at one
+    point, is found;
+(d) `install` and `fail_failed_chunk_sends`, the way to run vLLM-Omni with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from statecore.models.bindings import vllm_omni_checked
+from statecore.models.bindings.vllm_omni_checked import (
+    CheckedChunkTransferAdapterBinding,
+    fuzz_system_reference,
+)
+from statecore.models.implementations import checked_chunk_transfer, checked_sender
+from statecore.models.implementations.checked_chunk_transfer import (
+    CheckedSenderMixin,
+    checked_adapter_class,
+    fail_failed_chunk_sends,
+    install,
+)
+
+from statecore.fuzzing.fuzz import fuzz
+from statecore.registry import adapter_system, bundled_adapters
+from statecore.system import ActionLabel, Keys, SystemState
+
+pytest.importorskip("vllm_omni")
+
+from statecore.models.bindings.vllm_omni import real_classes
+from statecore.models.bindings.vllm_omni_harness import make_adapter
+from statecore.models.sender_generation import sender_generation_machine
+
+REAL = real_classes()
+MODEL = fuzz_system_reference()
+FUZZ_EXAMPLES = 300
+EXT0, EXT1 = Keys("ext", 2).values
+
+
+class Lockstep:
+    """The reference model and the checked adapter driven through the same actions."""
+
+    def __init__(self) -> None:
+        self.binding = CheckedChunkTransferAdapterBinding()
+        self.binding.setup(MODEL)
+        self.state: SystemState = MODEL.init_states()[0]
+
+    def do(self, name: str, **args: Hashable) -> Lockstep:
+        step = MODEL.next_step(self.state, ActionLabel(name, tuple(args.items())))
+        self.binding.apply(step, self.state)
+        self.state = step.state
+        observed = self.binding.observe()
+        assert observed == self.binding.expect(MODEL.view(self.state))
+        return self
+
+    @property
+    def adapter(self) -> Any:
+        return self.binding.adapter
+
+    def status(self, request_id: str) -> Any:
+        return self.binding.by_id[request_id].status
+
+
+@pytest.fixture
+def run() -> Iterator[Lockstep]:
+    lockstep = Lockstep()
+    yield lockstep
+    lockstep.binding.teardown()
+
+
+# -- (a) directed scenarios ------------------------------------------------------------
+
+
+def test_a_processor_exception_fails_the_request_and_reclaims_its_sender(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("begin")
+    run.do("process", outcome="raise")
+    assert run.adapter._send_failures == {
+        "ext0-r1": "processor raised ProcessorFailure('statecore: processor raised for ext0-r1')"
+    }
+    run.do("collect_failures")
+    assert run.status("ext0-r1") == REAL.status.FINISHED_ERROR
+    assert run.adapter._sender_tokens == {}
+
+
+def test_a_reused_id_is_refused_while_the_old_generation_holds_it(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
+    run.do("begin").do("process", outcome="payload").do("put", outcome="false").do("finish")
+    old = run.adapter._sender_tokens["ext0"]
+    assert (old.owner, old.state) == ("ext0-r1", "open")  # failed terminal: kept, fence down
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    assert run.adapter._send_failures.keys() == {"ext0-r1", "ext0-r2"}
+    assert list(run.adapter._pending_save_reqs) == []  # never joined the old generation
+    run.do("collect_failures")  # both fail; each finish reclaims only its own generation
+    assert run.adapter._sender_tokens == {}
+    assert run.adapter.request_payload == {}
+
+
+def test_a_finish_of_the_old_request_leaves_the_new_generation_alone(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("abort", ext=EXT0)
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    token = run.adapter._sender_tokens["ext0"]
+    run.adapter.finish_requests("ext0-r1", REAL.status.FINISHED_ABORTED, {})  # a bare string id
+    assert run.adapter._sender_tokens["ext0"] is token and token.state == "open"
+
+
+def test_the_side_tables_of_a_reclaimed_id_are_cleared(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    adapter = run.adapter
+    adapter._qwen3_tts_emitted_frames = {"ext0": 3}
+    adapter._cached_ic = {"ext0": 25}
+    adapter._pending_streaming_prefills["ext0"] = {"p": 1}
+    adapter._adaptive_states["ext0"] = object()
+    run.do("abort", ext=EXT0)
+    for table in ("_qwen3_tts_emitted_frames", "_cached_ic", "_pending_streaming_prefills"):
+        assert "ext0" not in getattr(adapter, table), table
+    assert "ext0" not in adapter._adaptive_states and "ext0" not in adapter.put_req_chunk
+
+
+def test_a_stale_processor_cannot_recreate_request_payload(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("abort", ext=EXT0)
+    run.adapter.request_payload.setdefault("ext0", {})["codec"] = "stale"
+    run.adapter.request_payload["ext0"] = {"codec": "stale"}
+    assert "ext0" not in run.adapter.request_payload
+
+
+# -- (b) fuzzing -------------------------------------------------------------------------
+
+
+def test_the_checked_adapter_conforms_to_the_reference_with_nothing_known() -> None:
+    report = fuzz(MODEL, CheckedChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    print(f"\nvllm-omni-checked: {report.examples} examples, {report.steps} steps, no finding")
+    assert report.finding is None, f"{report.finding}\n{report.finding.trace}"
+    assert report.known == {} and CheckedChunkTransferAdapterBinding.known == {}
+    [spec] = [a for a in bundled_adapters() if a.name == "vllm-omni-checked"]
+    assert spec.system.endswith(":fuzz_system_reference")
+    assert adapter_system("chunk_transfer", "vllm-omni-checked").name == MODEL.name
+
+
+class Released(CheckedChunkTransferAdapterBinding):
+    """The same binding on the unmodified 0.30.0 adapter."""
+
+    def make_adapter(self) -> Any:
+        return make_adapter(self.connector)
+
+
+def test_the_released_adapter_fails_under_the_same_binding() -> None:
+    report = fuzz(MODEL, Released, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is not None
+
+
+# -- (c) mutation check ------------------------------------------------------------------
+
+
+def _joins(token: Any, request_id: str) -> str | None:
+    return "draining" if token is not None and token.cancelled else None
+
+
+def _only_logs(self: Any, task: dict[str, Any], output: Any, token: Any) -> Any:
+    try:
+        return self.custom_process_next_stage_input_func(
+            transfer_manager=self,
+            multimodal_output=output,
+            request=task["request"],
+            is_finished=task["is_segment_finished"] or task["is_finished"],
+        )
+    except Exception:
+        return None
+
+
+def _log_only_sweep(scheduler: Any) -> None:
+    scheduler.chunk_transfer_adapter.collect_failed_send_request_ids()
+
+
+MUTANTS: dict[str, tuple[Any, str, Any]] = {
+    "reuse_joins_a_live_generation": (checked_chunk_transfer, "_refusal", _joins),
+    "processor_exception_only_logged": (CheckedSenderMixin, "_process_payload", _only_logs),
+    "sweep_only_logs": (vllm_omni_checked, "fail_failed_chunk_sends", _log_only_sweep),
+    "cleanup_reclaims_a_queued_terminal": (
+        checked_sender,
+        "SENDER_GENERATION",
+        sender_generation_machine(defer_cleanup=False),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_reference_behaviour_undone_is_found(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    owner, attribute, replacement = MUTANTS[name]
+    monkeypatch.setattr(owner, attribute, replacement)
+    report = fuzz(MODEL, CheckedChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is not None, f"{name} survived {report.examples} examples"
+    print(f"\n{name}: {report.finding.kind} {report.finding.property_id}")
+
+
+# -- (d) running vLLM-Omni with it ------------------------------------------------------------
+
+
+def test_install_makes_the_scheduler_build_the_checked_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+
+    mixin_module = importlib.import_module(checked_chunk_transfer.MIXIN_MODULE)
+    monkeypatch.setattr(mixin_module, "OmniChunkTransferAdapter", REAL.adapter)
+    mixin = mixin_module.OmniSchedulerMixin
+    monkeypatch.setattr(mixin, "_log_failed_chunk_sends", mixin._log_failed_chunk_sends)
+    cls = install()
+    assert mixin_module.OmniChunkTransferAdapter is cls is checked_adapter_class()
+    assert issubclass(cls, REAL.adapter) and cls.__name__ == "CheckedChunkTransferAdapter"
+    assert mixin._log_failed_chunk_sends is fail_failed_chunk_sends
+    assert checked_chunk_transfer.CheckedChunkTransferAdapter is cls
+
+
+def test_the_sweep_fails_only_requests_still_scheduled(run: Lockstep) -> None:
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("begin")
+    run.do("process", outcome="payload").do("put", outcome="false").do("finish")
+    finished: list[tuple[str, Any]] = []
+    scheduler = SimpleNamespace(
+        chunk_transfer_adapter=run.adapter,
+        requests={},  # the request already left this scheduler: logged only
+        finish_requests=lambda rid, status: finished.append((rid, status)),
+    )
+    fail_failed_chunk_sends(scheduler)
+    assert finished == [] and run.adapter._send_failures == {}
