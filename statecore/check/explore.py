@@ -29,8 +29,6 @@ that raises, an action that is not deterministic - stops the search with a
 from __future__ import annotations
 
 import gc
-import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
@@ -67,6 +65,8 @@ from ..traces.judge import (
 )
 from ..traces.trace import Trace
 from .counterexample import Node, action_error, property_error, rebuild
+from .fingerprints import FingerprintStore, store_notes
+from .memory import resident_memory
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
 from .stepcache import ActionFault, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
@@ -102,6 +102,7 @@ def explore(
     stop_on_violation: bool = True,
     properties: tuple[Property, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
+    fingerprints: int = 0,
 ) -> Report:
     """Explore `system` breadth-first and judge its properties.
 
@@ -110,12 +111,14 @@ def explore(
     the space was smaller). With `stop_on_violation` the search stops at the
     first violation; otherwise it runs on and reports the first (shortest)
     violation of every property. Ctrl-C raises `ExplorationInterrupted` with
-    the partial report; a misbehaving model raises `ModelError`.
+    the partial report; a misbehaving model raises `ModelError`. `fingerprints`
+    (64 or 128) keeps that many bits per state instead of the state (see
+    `statecore.check.fingerprints`); 0, the default, keeps full states: exact.
     """
     for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
         if bound is not None and bound <= 0:
             raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
-    limits = (max_states, max_memory, stop_on_violation, progress)
+    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
     # The visited set only grows and holds no cycles: the cyclic collector
     # would rescan it again and again for nothing.
     enabled = gc.isenabled()
@@ -146,6 +149,7 @@ class _Explorer:
         max_memory: int | None,
         stop_on_violation: bool,
         progress: Callable[[Progress], None] | None,
+        fingerprints: int = 0,
     ) -> None:
         self.system = system
         self.props = tuple(system.properties if properties is None else properties)
@@ -162,7 +166,9 @@ class _Explorer:
         self.stop = ""  # why the search stopped early, a key of STOPS
         self.stop_on_violation = stop_on_violation
         self.progress = progress
-        self.parents: dict[Node, tuple[Node, ActionLabel] | None] = {}
+        self.parents: dict[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
+        if fingerprints:
+            self.parents = FingerprintStore(system, fingerprints, self._canon, self._step_monitors)
         self.results: dict[str, PropertyResult] = {}
         self.when_seen: set[str] = set()
         self.quiescent_seen = False
@@ -487,8 +493,11 @@ class _Explorer:
         detail: str,
     ) -> Trace:
         """The concrete path to `node` (then `last`), with what it shows (`rebuild`)."""
+        parents = self.parents
+        if isinstance(parents, FingerprintStore):
+            parents = parents.path_to(node)
         steps = rebuild(
-            self.system, self.parents, node, last, self._canon, self.group, self._step_monitors
+            self.system, parents, node, last, self._canon, self.group, self._step_monitors
         )
         if prop is None:
             return Trace(self.system.name, tuple(steps), "", verdict, detail)
@@ -512,6 +521,7 @@ class _Explorer:
             self.symmetry,
             self._coverage(),
             "" if complete else self.stop,
+            notes=store_notes(self.parents),
         )
 
     def _verdict(self, prop: Property, complete: bool) -> PropertyResult:
@@ -568,15 +578,3 @@ class _PropertyFault(Exception):
 
 def _router_fault(prop: Property, cause: Exception) -> _PropertyFault:
     return _PropertyFault(prop, "its router", cause)
-
-
-def resident_memory() -> int:
-    """The process's resident memory in bytes (its peak where the current is not known)."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024

@@ -1,0 +1,351 @@
+"""A compact visited set: 64- or 128-bit fingerprints of nodes instead of the nodes.
+
+A fingerprint is a BLAKE2b digest of a canonical byte encoding of the node,
+so it is the same in every process and on every machine (Python's own
+``hash`` is salted per process for strings, and the parallel search routes
+each node to the process that owns its fingerprint). Values that compare
+equal encode equally: a tuple subclass (a record, a snapshot) encodes as its
+items, a bool as its int, a frozenset as its sorted items.
+
+`FingerprintStore` keeps, per visited node, its fingerprint, its parent's
+index and the index of the action taken (dense arrays, in insertion order)
+and an open-addressing table of indices: about 25 bytes a node against
+hundreds for the node itself. A trace is rebuilt from the parent indices:
+the actions back to an initial node, replayed forward (`replay_chain`).
+
+Two distinct nodes with the same fingerprint would be merged and the second
+never explored, so a fingerprint search reports the probability of that
+(`collision_note`), as TLC does; keeping full states is the exact default.
+"""
+
+from __future__ import annotations
+
+import enum
+from array import array
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import fields, is_dataclass
+from hashlib import blake2b
+from typing import Any
+
+from ..errors import DefinitionError, NondeterministicActionError
+from ..properties import EMPTY_MONITOR
+from ..system import ActionLabel, System
+from ..traces.path import NotEnabledError, take
+
+__all__ = [
+    "BITS",
+    "ROOT",
+    "FingerprintError",
+    "FingerprintStore",
+    "Fingerprinter",
+    "collision_bound",
+    "collision_note",
+    "replay_chain",
+    "store_notes",
+]
+
+BITS = (64, 128)  # the fingerprint sizes offered
+ROOT = (1 << 64) - 1  # the parent reference of an initial node
+_CACHE = 1 << 16  # encodings of inner values remembered at most
+_CACHED_DEPTH = 3  # values this deep in a node (a slot, a queue) recur across nodes
+_MAX_LOAD = 0.75  # the index table doubles beyond this share of used slots
+
+Node = tuple[Any, ...]
+Canon = Callable[[Node], Node]
+StepMonitors = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[tuple[Any, ...], Any]]
+
+
+class FingerprintError(DefinitionError):
+    """A state holds a value with no canonical encoding, so it cannot be fingerprinted."""
+
+
+class Fingerprinter:
+    """The fingerprint of a node: an int of `bits` bits, never 0, stable across processes."""
+
+    def __init__(self, bits: int = 64) -> None:
+        if bits not in BITS:
+            raise ValueError(f"fingerprints must be one of {BITS} bits, got {bits}")
+        self.bits = bits
+        self._size = bits // 8
+        self._cache: dict[Hashable, bytes] = {}
+
+    def __call__(self, node: Hashable) -> int:
+        digest = blake2b(self.encode(node, 0), digest_size=self._size).digest()
+        return int.from_bytes(digest, "little") or 1
+
+    def encode(self, value: Any, depth: int) -> bytes:
+        """The canonical bytes of `value` (equal values, equal bytes)."""
+        kind = type(value)
+        if kind is str:
+            data = value.encode("utf-8", "surrogatepass")
+            return b"s%d:%b" % (len(data), data)
+        if kind is int or kind is bool:
+            return b"i%d;" % value
+        if value is None:
+            return b"n"
+        if isinstance(value, (tuple, frozenset)):
+            cached = depth >= _CACHED_DEPTH or kind is frozenset
+            if cached:
+                found = self._cache.get(value)
+                if found is not None:
+                    return found
+            if isinstance(value, tuple):
+                inner = b"".join([self.encode(item, depth + 1) for item in value])
+                data = b"t%d:%b" % (len(value), inner)
+            else:
+                items = sorted([self.encode(item, depth + 1) for item in value])
+                data = b"f%d:%b" % (len(items), b"".join(items))
+            if cached:
+                if len(self._cache) >= _CACHE:
+                    self._cache.clear()
+                self._cache[value] = data
+            return data
+        return self._encode_other(value, depth)
+
+    def _encode_other(self, value: Any, depth: int) -> bytes:
+        if isinstance(value, str):  # a str enum: equal to its text
+            return self.encode(str.__str__(value), depth)
+        if isinstance(value, int):  # an int enum or a bool subclass
+            return b"i%d;" % int(value)
+        if isinstance(value, float):
+            return b"i%d;" % int(value) if value.is_integer() else b"d%r;" % value
+        if isinstance(value, bytes):
+            return b"b%d:%b" % (len(value), value)
+        if isinstance(value, enum.Enum):
+            name = f"{type(value).__qualname__}.{value.name}".encode()
+            return b"e%d:%b" % (len(name), name)
+        if is_dataclass(value) and not isinstance(value, type):
+            items = (type(value).__qualname__, *(getattr(value, f.name) for f in fields(value)))
+            return b"c" + self.encode(items, depth)
+        raise FingerprintError(
+            f"fingerprints: a state holds {value!r} of type {type(value).__name__}, which has "
+            "no canonical encoding; keep full states (no --fingerprints), or hold only "
+            "str, int, None, tuples, frozensets, enums and frozen dataclasses in states"
+        )
+
+
+class FingerprintStore:
+    """The explorer's visited set as fingerprints: node -> (parent, action), compactly.
+
+    It answers what the explorer asks of its ``parents`` dict (``in``,
+    ``setdefault``, item assignment, ``len``); an entry ``(parent_node,
+    label)`` is kept as the parent's index and the label's index in
+    ``system.labels()``. `references` lets a parallel search number nodes
+    across processes: node ``i`` of partition ``p`` of ``n`` is ``i * n + p``.
+    """
+
+    def __init__(
+        self,
+        system: System,
+        bits: int,
+        canon: Canon,
+        step_monitors: StepMonitors,
+        *,
+        partition: int = 0,
+        partitions: int = 1,
+    ) -> None:
+        self.system = system
+        self.fingerprint = Fingerprinter(bits)
+        self.canon = canon
+        self.step_monitors = step_monitors
+        self.partition = partition
+        self.partitions = partitions
+        self.labels = system.labels()
+        self.label_index = {label: index for index, label in enumerate(self.labels)}
+        self.bits = bits
+        self.fps = array("Q")  # the low 64 bits of each fingerprint
+        self.wide = array("Q")  # the high 64 bits of 128-bit fingerprints
+        self.parents = array("Q")
+        self.actions = array("H" if len(self.labels) < 1 << 16 else "I")
+        self.table = array("I", bytes(4 * 1024))
+        self.mask = len(self.table) - 1
+        self._key: object = None  # the node fingerprinted last, and its fingerprint
+        self._key_fp = 0
+        self._parent: object = None  # the parent met last, and its reference
+        self._parent_ref = ROOT
+
+    # -- what the explorer asks ------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def __contains__(self, node: object) -> bool:
+        return self.find(self.fp_of(node)) >= 0
+
+    def __setitem__(self, node: Node, entry: tuple[Node, ActionLabel] | None) -> None:
+        self.setdefault(node, entry)
+
+    def setdefault(
+        self, node: Node, entry: tuple[Node, ActionLabel] | None
+    ) -> tuple[Node, ActionLabel] | None:
+        """Add `node` if new and return `entry`; return None if it was there."""
+        fp = self.fp_of(node)
+        if self.find(fp) >= 0:
+            return None
+        if entry is None:
+            self.add(fp, ROOT, 0)
+        else:
+            self.add(fp, self.ref_of(entry[0]), self.action_of(entry[1]))
+        return entry
+
+    def fp_of(self, node: object) -> int:
+        """The fingerprint of `node` (the last one is remembered: `in` then assignment)."""
+        if node is not self._key:
+            self._key_fp = self.fingerprint(node)
+            self._key = node
+        return self._key_fp
+
+    def ref_of(self, node: object) -> int:
+        """The reference of visited `node` (the parent met last is remembered)."""
+        if node is not self._parent:
+            index = self.find(self.fingerprint(node))
+            assert index >= 0, "a parent is visited before its successors"
+            self._parent_ref = index * self.partitions + self.partition
+            self._parent = node
+        return self._parent_ref
+
+    def action_of(self, label: ActionLabel) -> int:
+        try:
+            return self.label_index[label]
+        except KeyError:
+            raise FingerprintError(
+                f"fingerprints: system {self.system.name!r} took action {label}, which is "
+                "not among its labels(); keep full states (no --fingerprints)"
+            ) from None
+
+    def __iter__(self) -> Iterator[Node]:
+        raise TypeError("a fingerprint store keeps no states to list: keep full states")
+
+    # -- the table --------------------------------------------------------------
+
+    def find(self, fp: int) -> int:
+        """The index of fingerprint `fp`, or -1."""
+        table, fps, mask = self.table, self.fps, self.mask
+        low = fp & ROOT
+        slot = low & mask
+        while index := table[slot]:
+            if fps[index - 1] == low and (self.bits == 64 or self.wide[index - 1] == fp >> 64):
+                return index - 1
+            slot = (slot + 1) & mask
+        return -1
+
+    def _fp_at(self, index: int) -> int:
+        if self.bits == 64:
+            return self.fps[index]
+        return self.fps[index] | self.wide[index] << 64
+
+    def add(self, fp: int, parent: int, action: int) -> int:
+        """Add fingerprint `fp` (known to be new); its index."""
+        index = len(self.parents)
+        self.fps.append(fp & ROOT)
+        if self.bits == 128:
+            self.wide.append(fp >> 64)
+        self.parents.append(parent)
+        self.actions.append(action)
+        if (index + 1) > _MAX_LOAD * len(self.table):
+            self._grow()
+        else:
+            self._place(fp, index + 1)
+        return index
+
+    def _place(self, fp: int, value: int) -> None:
+        table = self.table
+        mask = self.mask
+        slot = fp & ROOT & mask
+        while table[slot]:
+            slot = (slot + 1) & mask
+        table[slot] = value
+
+    def _grow(self) -> None:
+        self.table = array("I", bytes(8 * len(self.table)))
+        self.mask = len(self.table) - 1
+        for index in range(len(self.parents)):
+            self._place(self._fp_at(index), index + 1)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the store's arrays hold."""
+        arrays = (self.fps, self.wide, self.parents, self.actions, self.table)
+        return sum(len(a) * a.itemsize for a in arrays)
+
+    # -- traces ----------------------------------------------------------------
+
+    def entry(self, index: int) -> tuple[int, int, int]:
+        """``(fingerprint, parent reference, action index)`` of node `index`."""
+        return self._fp_at(index), self.parents[index], self.actions[index]
+
+    def path_to(self, node: Node) -> dict[Node, tuple[Node, ActionLabel] | None]:
+        """The explorer's parents along the shortest path to visited `node`, by replay."""
+        index = self.find(self.fingerprint(node))
+        assert index >= 0, "only a visited node has a path"
+        actions: list[int] = []
+        fp, parent, action = self.entry(index)
+        while parent != ROOT:
+            actions.append(action)
+            fp, parent, action = self.entry(parent // self.partitions)
+        actions.reverse()
+        return replay_chain(self, fp, actions, node)
+
+
+def replay_chain(
+    store: FingerprintStore, root: int, actions: Sequence[int], node: Node
+) -> dict[Node, tuple[Node, ActionLabel] | None]:
+    """The nodes from the initial node of fingerprint `root` along `actions`, as parents.
+
+    Each step applies the stored action to the representative reached so far
+    and canonicalizes, as the search did, so the replayed nodes are the ones
+    the search stored; the result is the explorer's ``parents`` mapping for
+    `statecore.check.counterexample.rebuild`, ending at `node`.
+    """
+    system, fingerprint, canon = store.system, store.fingerprint, store.canon
+    current: Node | None = None
+    monitors = len(node) - 1
+    for init in system.init_states():
+        candidate = canon((init, *(EMPTY_MONITOR for _ in range(monitors))))
+        if fingerprint(candidate) == root:
+            current = candidate
+            break
+    if current is None:
+        raise _diverged(system, "no initial state has the stored fingerprint")
+    chain: dict[Node, tuple[Node, ActionLabel] | None] = {current: None}
+    for step_index, action in enumerate(actions, 1):
+        label = store.labels[action]
+        try:
+            step_ = take(system, current[0], label, step_index)
+        except NotEnabledError:
+            raise _diverged(system, f"action {label} is no longer enabled") from None
+        after = store.step_monitors(current[1:], step_.outputs)[0] if monitors else ()
+        nxt = canon((step_.state, *after))
+        chain[nxt] = (current, label)
+        current = nxt
+    if current != node:
+        raise _diverged(system, "the replayed path ends elsewhere")
+    return chain
+
+
+def _diverged(system: System, what: str) -> NondeterministicActionError:
+    return NondeterministicActionError(
+        f"system {system.name!r}: replaying the search's path by fingerprints, {what}; "
+        "an action must be a function of what it reads through its Tx (or two states "
+        "shared a fingerprint: rerun without --fingerprints)"
+    )
+
+
+def collision_bound(bits: int, states: int) -> float:
+    """An upper bound on the probability that two of `states` distinct nodes share a fingerprint."""
+    return min(1.0, states * (states - 1) / float(2 ** (bits + 1)))
+
+
+def collision_note(bits: int, states: int) -> str:
+    """The line a fingerprint search reports, as TLC does."""
+    return (
+        f"fingerprints: {bits}-bit, {states:,} states, probability of a collision "
+        f"<= {collision_bound(bits, states):.1e}"
+    )
+
+
+def store_notes(parents: object) -> tuple[str, ...]:
+    """The notes a visited set adds to a report: the collision bound of a fingerprint store."""
+    if isinstance(parents, FingerprintStore):
+        return (collision_note(parents.bits, len(parents)),)
+    return ()
