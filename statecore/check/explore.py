@@ -67,6 +67,8 @@ from ..traces.trace import Trace
 from .counterexample import Node, action_error, property_error, rebuild
 from .fingerprints import FingerprintStore, store_notes
 from .memory import resident_memory
+from .parallel import parallel_search
+from .reduction import Footprints, Reducer, search
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
 from .stepcache import ActionFault, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
@@ -101,11 +103,15 @@ def explore(
     symmetry: bool = True,
     stop_on_violation: bool = True,
     properties: tuple[Property, ...] | None = None,
+    por: bool = False,
     progress: Callable[[Progress], None] | None = None,
     fingerprints: int = 0,
+    workers: int = 1,
 ) -> Report:
     """Explore `system` breadth-first and judge its properties.
 
+    With `por`, only an ample subset of the actions is taken from each state
+    (partial-order reduction, `statecore.check.reduction`: the same verdicts).
     `max_states` bounds the number of distinct states and `max_memory` the
     process's resident memory in bytes (the report is then incomplete unless
     the space was smaller). With `stop_on_violation` the search stops at the
@@ -114,22 +120,26 @@ def explore(
     the partial report; a misbehaving model raises `ModelError`. `fingerprints`
     (64 or 128) keeps that many bits per state instead of the state (see
     `statecore.check.fingerprints`); 0, the default, keeps full states: exact.
+    `workers` > 1 searches on that many processes (`statecore.check.parallel`).
     """
     for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
         if bound is not None and bound <= 0:
             raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
     limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
+    search = _Explorer if workers == 1 else parallel_search(_Explorer, workers)
     # The visited set only grows and holds no cycles: the cyclic collector
     # would rescan it again and again for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if por:
+            return search(system, properties, symmetry, limits, _Explorer, explore)
         try:
-            return _Explorer(system, properties, symmetry, *limits).run()
+            return search(system, properties, symmetry, *limits).run()
         except Asymmetry as exc:
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
         try:
-            report = _Explorer(system, properties, False, *limits).run()
+            report = search(system, properties, False, *limits).run()
         except ExplorationInterrupted as stopped:
             stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
             raise
@@ -150,6 +160,7 @@ class _Explorer:
         stop_on_violation: bool,
         progress: Callable[[Progress], None] | None,
         fingerprints: int = 0,
+        footprints: Footprints | None = None,
     ) -> None:
         self.system = system
         self.props = tuple(system.properties if properties is None else properties)
@@ -160,7 +171,11 @@ class _Explorer:
         self.symmetry = symmetry and self.canonicalizer.active
         self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
         verify = self.guard.check_run if self.guard is not None else None
-        self.successors = SuccessorCache(system, verify=verify)
+        self.por = None if footprints is None else Reducer(system, footprints)
+        if self.por is not None:  # its memo learns what each action reads and writes
+            self.successors = self.por.successors(verify)
+        else:
+            self.successors = SuccessorCache(system, verify=verify)
         self.max_states = max_states
         self.max_memory = max_memory
         self.stop = ""  # why the search stopped early, a key of STOPS
@@ -198,6 +213,8 @@ class _Explorer:
         except KeyboardInterrupt:
             self.stop = "interrupted"
             raise ExplorationInterrupted(self._report(False, time.perf_counter() - start)) from None
+        if self.por is not None:  # a complete search must have kept to its footprints
+            self.por.confirm(self.complete and not self.stop)
         return self._report(self.complete and not self.stop, time.perf_counter() - start)
 
     def _search(self, start: float) -> None:
@@ -266,6 +283,8 @@ class _Explorer:
             raise self._fault(node, fault) from fault.cause
         if at_rest(node[0], steps):
             self._check_quiescent(node, deadlock=not steps)
+        if self.por is not None:
+            steps = self.por.ample(node, steps, deeper, self.parents, self.results)
         self.transitions += len(steps)
         parents = self.parents
         taken = self.taken
