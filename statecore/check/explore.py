@@ -126,7 +126,7 @@ def explore(
         if bound is not None and bound <= 0:
             raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
     limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
-    search = _Explorer if workers == 1 else parallel_search(_Explorer, workers)
+    make = _Explorer if workers == 1 else parallel_search(_Explorer, workers, por)
     # The visited set only grows and holds no cycles: the cyclic collector
     # would rescan it again and again for nothing.
     enabled = gc.isenabled()
@@ -135,11 +135,11 @@ def explore(
         if por:
             return search(system, properties, symmetry, limits, _Explorer, explore)
         try:
-            return search(system, properties, symmetry, *limits).run()
+            return make(system, properties, symmetry, *limits).run()
         except Asymmetry as exc:
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
         try:
-            report = search(system, properties, False, *limits).run()
+            report = make(system, properties, False, *limits).run()
         except ExplorationInterrupted as stopped:
             stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
             raise

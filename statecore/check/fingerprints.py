@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import DefinitionError, NondeterministicActionError
 from ..properties import EMPTY_MONITOR
-from ..system import ActionLabel, System
+from ..system import ActionLabel, System, SystemState
 from ..traces.path import NotEnabledError, take
 
 __all__ = [
@@ -46,8 +46,7 @@ __all__ = [
 
 BITS = (64, 128)  # the fingerprint sizes offered
 ROOT = (1 << 64) - 1  # the parent reference of an initial node
-_CACHE = 1 << 16  # encodings of inner values remembered at most
-_CACHED_DEPTH = 3  # values this deep in a node (a slot, a queue) recur across nodes
+_CACHE = 1 << 17  # encodings of slots, globals and monitor states remembered at most
 _MAX_LOAD = 0.75  # the index table doubles beyond this share of used slots
 
 Node = tuple[Any, ...]
@@ -70,10 +69,34 @@ class Fingerprinter:
         self._cache: dict[Hashable, bytes] = {}
 
     def __call__(self, node: Hashable) -> int:
-        digest = blake2b(self.encode(node, 0), digest_size=self._size).digest()
+        digest = blake2b(self.encode_node(node), digest_size=self._size).digest()
         return int.from_bytes(digest, "little") or 1
 
-    def encode(self, value: Any, depth: int) -> bytes:
+    def encode_node(self, node: Any) -> bytes:
+        """The canonical bytes of an explorer node.
+
+        A node is ``(SystemState, *monitor_states)`` of a fixed shape, so it
+        encodes as its slots, globals and monitor states in turn; each of
+        those recurs across nodes and its bytes are remembered.
+        """
+        if not (isinstance(node, tuple) and node and type(node[0]) is SystemState):
+            return self.encode(node)
+        items = (*node[0].slots, *node[0].values, *node[1:])
+        parts = list(map(self._cache.get, items))
+        if None in parts:
+            for index, part in enumerate(parts):
+                if part is None:
+                    parts[index] = self._remember(items[index])
+        return b"".join(parts)  # type: ignore[arg-type]
+
+    def _remember(self, value: Hashable) -> bytes:
+        data = self.encode(value)
+        if len(self._cache) >= _CACHE:
+            self._cache.clear()
+        self._cache[value] = data
+        return data
+
+    def encode(self, value: Any) -> bytes:
         """The canonical bytes of `value` (equal values, equal bytes)."""
         kind = type(value)
         if kind is str:
@@ -83,28 +106,16 @@ class Fingerprinter:
             return b"i%d;" % value
         if value is None:
             return b"n"
-        if isinstance(value, (tuple, frozenset)):
-            cached = depth >= _CACHED_DEPTH or kind is frozenset
-            if cached:
-                found = self._cache.get(value)
-                if found is not None:
-                    return found
-            if isinstance(value, tuple):
-                inner = b"".join([self.encode(item, depth + 1) for item in value])
-                data = b"t%d:%b" % (len(value), inner)
-            else:
-                items = sorted([self.encode(item, depth + 1) for item in value])
-                data = b"f%d:%b" % (len(items), b"".join(items))
-            if cached:
-                if len(self._cache) >= _CACHE:
-                    self._cache.clear()
-                self._cache[value] = data
-            return data
-        return self._encode_other(value, depth)
+        if isinstance(value, tuple):
+            return b"t%d:%b" % (len(value), b"".join([self.encode(item) for item in value]))
+        if isinstance(value, frozenset):
+            items = sorted([self.encode(item) for item in value])
+            return b"f%d:%b" % (len(items), b"".join(items))
+        return self._encode_other(value)
 
-    def _encode_other(self, value: Any, depth: int) -> bytes:
+    def _encode_other(self, value: Any) -> bytes:
         if isinstance(value, str):  # a str enum: equal to its text
-            return self.encode(str.__str__(value), depth)
+            return self.encode(str.__str__(value))
         if isinstance(value, int):  # an int enum or a bool subclass
             return b"i%d;" % int(value)
         if isinstance(value, float):
@@ -116,7 +127,7 @@ class Fingerprinter:
             return b"e%d:%b" % (len(name), name)
         if is_dataclass(value) and not isinstance(value, type):
             items = (type(value).__qualname__, *(getattr(value, f.name) for f in fields(value)))
-            return b"c" + self.encode(items, depth)
+            return b"c" + self.encode(items)
         raise FingerprintError(
             f"fingerprints: a state holds {value!r} of type {type(value).__name__}, which has "
             "no canonical encoding; keep full states (no --fingerprints), or hold only "
@@ -284,22 +295,24 @@ class FingerprintStore:
             actions.append(action)
             fp, parent, action = self.entry(parent // self.partitions)
         actions.reverse()
-        return replay_chain(self, fp, actions, node)
+        chain, last = replay_chain(self, fp, actions, len(node) - 1)
+        if last != node:
+            raise _diverged(self.system, "the replayed path ends elsewhere")
+        return chain
 
 
 def replay_chain(
-    store: FingerprintStore, root: int, actions: Sequence[int], node: Node
-) -> dict[Node, tuple[Node, ActionLabel] | None]:
-    """The nodes from the initial node of fingerprint `root` along `actions`, as parents.
+    store: FingerprintStore, root: int, actions: Sequence[int], monitors: int
+) -> tuple[dict[Node, tuple[Node, ActionLabel] | None], Node]:
+    """The nodes (with `monitors` monitor states) from the initial node `root` along `actions`.
 
     Each step applies the stored action to the representative reached so far
     and canonicalizes, as the search did, so the replayed nodes are the ones
     the search stored; the result is the explorer's ``parents`` mapping for
-    `statecore.check.counterexample.rebuild`, ending at `node`.
+    `statecore.check.counterexample.rebuild`, and the last node.
     """
     system, fingerprint, canon = store.system, store.fingerprint, store.canon
     current: Node | None = None
-    monitors = len(node) - 1
     for init in system.init_states():
         candidate = canon((init, *(EMPTY_MONITOR for _ in range(monitors))))
         if fingerprint(candidate) == root:
@@ -318,9 +331,7 @@ def replay_chain(
         nxt = canon((step_.state, *after))
         chain[nxt] = (current, label)
         current = nxt
-    if current != node:
-        raise _diverged(system, "the replayed path ends elsewhere")
-    return chain
+    return chain, current
 
 
 def _diverged(system: System, what: str) -> NondeterministicActionError:
