@@ -91,6 +91,12 @@ def add_check_parser(sub: Any) -> None:
     )
     p_check.add_argument("--no-symmetry", action="store_true", help="no symmetry reduction")
     p_check.add_argument(
+        "--por",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="partial-order reduction (default off; it runs without symmetry reduction)",
+    )
+    p_check.add_argument(
         "--variants", action="store_true", help="check the known-bug variants instead"
     )
     p_check.add_argument(
@@ -206,6 +212,7 @@ class _CheckRun:
                 max_states=self.args.max_states,
                 max_memory=_memory_bound(self.args.max_memory),
                 symmetry=not self.args.no_symmetry,
+                por=self.args.por,
                 stop_on_violation=False,
                 progress=printer,
             )
