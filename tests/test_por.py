@@ -325,6 +325,23 @@ def quiescent_only_one_way() -> System:
     )
 
 
+def seen_at_rest() -> System:
+    """No internal action: every state is at rest, and `eventually` judged in each;
+    `noise` (first) writes what it reads, so `go` first must be tried too."""
+    return System(
+        "at_rest",
+        components=[],
+        globals=flags("flag", "n"),
+        actions=[
+            Action("noise", "user", setter("n", 1)),
+            Action("go", "user", setter("flag", 1)),
+        ],
+        properties=[
+            eventually("calm", "flag unset, or noise", lambda v: v.get("flag") == 0 or v.get("n"))
+        ],
+    )
+
+
 Breaker = Callable[[pytest.MonkeyPatch], None]
 
 
@@ -341,7 +358,7 @@ def no_property_visibility(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def ample(self: reduction.Reducer, *args: Any) -> Any:
         self.settled = len(args[-1])  # never recomputed: nothing is visible
-        self.visible = 0
+        self.visible = self.resting = 0
         return original(self, *args)
 
     monkeypatch.setattr(reduction.Reducer, "ample", ample)
@@ -362,6 +379,7 @@ BREAKERS: list[tuple[Callable[[], System], Breaker]] = [
     (watched_outputs, no_monitor_visibility),
     (intermediate_state, no_property_visibility),
     (quiescent_only_one_way, no_rest_condition),
+    (seen_at_rest, no_property_visibility),
 ]
 
 

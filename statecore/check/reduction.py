@@ -14,11 +14,12 @@ picks, per state, a subset T of the enabled actions that satisfies
   that may write what it read on the way to being disabled (so it stays
   disabled until a member of T runs);
 * C2 (invisibility): when T is not everything enabled, no action of T
-  writes a location an undecided ``always``/``sometimes``/``eventually``
-  property reads, emits an output a monitor routes, or changes where the
-  system rests: each is internal and changes something (so a state it is
-  enabled in is never at rest), or writes nothing an internal action may
-  read or write (so it cannot make or unmake a quiescent state);
+  writes a location an undecided ``always``/``sometimes`` property reads
+  or emits an output a monitor routes, and none changes what is judged at
+  rest: each is internal and changes something (so a state it is enabled
+  in is never at rest), or writes nothing an undecided ``eventually``
+  reads and nothing an internal action may read or write (so it cannot
+  make or unmake a quiescent state, or change what is judged there);
 * C3 (cycle proviso, for breadth-first search): every successor T leads to
   is new, or already queued on the next depth; otherwise the state is
   fully expanded. Along a chain of reduced states the depth grows, so no
@@ -56,6 +57,7 @@ from ..system import Emitted, StateView, System, SystemState, SystemStep
 from ..traces.judge import VIOLATED, at_rest
 from .results import Report
 from .stepcache import Run, SuccessorCache, Verify, run_attempt
+from .symmetry import Canonicalizer
 
 __all__ = ["Footprints", "FootprintsGrew", "Reducer", "search"]
 
@@ -189,7 +191,8 @@ class Reducer:
         self.watched: dict[tuple[Emitted, ...], bool] = {}
         self.conflicts: dict[tuple[int, int], int] = {}
         self.settled = -1
-        self.visible = known.everything
+        self.visible = known.everything  # what undecided always/sometimes read
+        self.resting = known.everything  # what undecided eventually read
         self.level: list[Node] | None = None
         self.queued = 0
         self.next_level: set[Node] = set()
@@ -272,9 +275,13 @@ class Reducer:
             return steps
         if len(results) != self.settled:
             self.settled = len(results)
-            self.visible = 0
+            self.visible = self.resting = 0
             for index, prop in self.state_props:
-                if prop.id not in results:
+                if prop.id in results:
+                    continue
+                if prop.kind == "eventually":
+                    self.resting |= self.reads[index]
+                else:
                     self.visible |= self.reads[index]
         enabled = 0
         bad = 0
@@ -299,15 +306,22 @@ class Reducer:
         return steps
 
     def _invisible(self, i: int, state: SystemState, step_: SystemStep) -> bool:
-        """C2 for enabled attempt `i`: no property can see it, and rest is unchanged."""
+        """C2 for enabled attempt `i`: no property can see it, and rest is unchanged.
+
+        An internal step that changes something keeps every state it stays
+        enabled in (C1) away from rest, where ``eventually`` is judged: only
+        ``always``, ``sometimes`` and monitors can see it. Any other step must
+        also leave what ``eventually`` reads, and what internal steps read and
+        write, alone.
+        """
         writes = self._footprint(i, state)[1]
         if writes & self.visible:
             return False
         if self.monitors and step_.outputs and self._watched(step_.outputs):
             return False
         if self.internal[i] and (step_.outputs or step_.state != state):
-            return True  # never at rest where it is enabled: it stays enabled (C1)
-        return not writes & self.inner
+            return True
+        return not writes & (self.inner | self.resting)
 
     def _watched(self, outputs: tuple[Emitted, ...]) -> bool:
         found = self.watched.get(outputs)
@@ -495,7 +509,7 @@ def search(
         f"partial-order reduction on: footprints learned in {known.restarts + 1} "
         f"{'search' if not known.restarts else 'searches'}"
     ]
-    if symmetry:
+    if symmetry and Canonicalizer(system).active:
         notes.append("symmetry reduction off: it is not combined with partial-order reduction")
     results = list(report.results)
     longer: list[str] = []
