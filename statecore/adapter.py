@@ -18,9 +18,10 @@ live next to the models and import their heavy dependencies themselves.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .definition import Machine
 from .errors import StatecoreError
@@ -143,18 +144,24 @@ class Baton:
     parks or finishes. Exactly one of the two threads runs at any time, so
     the interleaving is deterministic. A worker that neither parks nor
     finishes within `timeout` seconds raises `Deadlock`.
+
+    Whose turn it is lives in `_turn`; each side wakes the other through a
+    lock used as a binary semaphore (a handoff is one release and one
+    acquire, cheaper than a condition variable), and re-checks `_turn` after
+    waking, so a wake-up left over from a timed-out wait is ignored. Calls
+    run on pooled threads (`_Worker`): a call costs no thread start.
     """
 
     def __init__(self, timeout: float = 10.0) -> None:
         self.timeout = timeout
-        self._cond = threading.Condition()
         self._turn = "main"
+        self._wake_main = _Signal()
+        self._wake_worker = _Signal()
         self._point: str | None = None
         self._reply: Any = None
         self._result: Any = None
         self._error: BaseException | None = None
         self._done = True
-        self._thread: threading.Thread | None = None
 
     @property
     def parked_at(self) -> str | None:
@@ -175,31 +182,26 @@ class Baton:
         self._error = None
         self._result = None
 
-        def work() -> None:
+        def work(idle: Callable[[], None]) -> None:
             try:
                 self._result = fn()
             except BaseException as exc:  # handed to the main thread by result()
                 self._error = exc
-            with self._cond:
-                self._done = True
-                self._turn = "main"
-                self._cond.notify_all()
+            idle()  # before handing back: the next call can take this thread
+            self._done = True
+            self._hand_to("main")
 
-        with self._cond:
-            self._turn = "worker"
-            self._thread = threading.Thread(target=work, daemon=True, name="statecore-baton")
-            self._thread.start()
-            self._wait_for("main")
+        self._turn = "worker"
+        _Worker.run(work)
+        self._wait_for("main")
         return self.parked_at
 
     def park(self, point: str) -> Any:
         """Called on the worker: hand control to the main thread until resumed."""
-        with self._cond:
-            self._point = point
-            self._turn = "main"
-            self._cond.notify_all()
-            self._wait_for("worker")
-            reply = self._reply
+        self._point = point
+        self._hand_to("main")
+        self._wait_for("worker")
+        reply = self._reply
         if isinstance(reply, BaseException):
             raise reply
         return reply
@@ -208,11 +210,9 @@ class Baton:
         """Let the parked callback return `reply` (or raise it); wait as in `start`."""
         if self._done:
             raise AdapterError("baton: no call is parked")
-        with self._cond:
-            self._reply = reply
-            self._turn = "worker"
-            self._cond.notify_all()
-            self._wait_for("main")
+        self._reply = reply
+        self._hand_to("worker")
+        self._wait_for("main")
         return self.parked_at
 
     def release(self) -> None:
@@ -236,12 +236,83 @@ class Baton:
             raise error
         return self._result
 
+    def _hand_to(self, whose: str) -> None:
+        self._turn = whose
+        (self._wake_main if whose == "main" else self._wake_worker).set()
+
     def _wait_for(self, whose: str) -> None:
-        if not self._cond.wait_for(lambda: self._turn == whose, timeout=self.timeout):
-            raise Deadlock(
-                f"baton: the {'worker' if whose == 'main' else 'main thread'} did not "
-                f"hand over control within {self.timeout:g}s (parked at {self._point!r})"
-            )
+        signal = self._wake_main if whose == "main" else self._wake_worker
+        deadline = time.monotonic() + self.timeout
+        while self._turn != whose:
+            left = deadline - time.monotonic()
+            if left <= 0 or not signal.wait(left):
+                if self._turn == whose:
+                    return
+                raise Deadlock(
+                    f"baton: the {'worker' if whose == 'main' else 'main thread'} did not "
+                    f"hand over control within {self.timeout:g}s (parked at {self._point!r})"
+                )
+
+
+class _Signal:
+    """A wake-up for one waiting thread: a lock used as a binary semaphore."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # already set, and not yet taken: one wake-up is enough
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        return self._lock.acquire(timeout=timeout)
+
+
+class _Worker:
+    """A thread that runs one `Baton` call after another, so a call costs no thread start.
+
+    A call that never finishes (a `Deadlock`) keeps its thread; every other
+    thread goes back to the idle pool when its call returns.
+    """
+
+    _idle: ClassVar[list[_Worker]] = []
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._go = _Signal()
+        self._job: Callable[[Callable[[], None]], None] | None = None
+        thread = threading.Thread(target=self._loop, daemon=True, name="statecore-baton")
+        thread.start()
+
+    @classmethod
+    def run(cls, job: Callable[[Callable[[], None]], None]) -> None:
+        """Run `job` on an idle worker (a new one if none is idle); do not wait for it.
+
+        `job` is given the function that puts its worker back in the pool; it
+        calls it once it will do no more work.
+        """
+        with cls._lock:
+            worker = cls._idle.pop() if cls._idle else None
+        if worker is None:
+            worker = cls()
+        worker._job = job
+        worker._go.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.wait(-1)
+            job, self._job = self._job, None
+            if job is not None:
+                job(self._idle_again)
+
+    def _idle_again(self) -> None:
+        with self._lock:
+            self._idle.append(self)
 
 
 class SystemAdapter(Adapter):

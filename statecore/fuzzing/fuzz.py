@@ -38,7 +38,6 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from ..adapter import Adapter, AdapterError
-from ..check.stepcache import SuccessorCache
 from ..errors import StatecoreError
 from ..system import ActionLabel, System, SystemState, SystemStep
 from ..traces.path import follow
@@ -62,6 +61,7 @@ from .interpreter import (
     _Stats,
     describe_mismatch,
     run_steps,
+    shared_successors,
     state_machine,
 )
 from .shrink import MINIMISE_REPLAYS, minimise, replay_with_adapter
@@ -272,7 +272,7 @@ def fuzz(
     _check_limits(budget, max_examples)
     if budget is None and max_examples is None:
         max_examples = PROFILES[profile]["max_examples"]
-    successors = SuccessorCache(system)
+    successors = shared_successors(system)
     stats = _Stats(
         progress=progress, transitions=sum(len(c.machine.transitions) for c in system.components)
     )

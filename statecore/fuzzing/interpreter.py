@@ -39,7 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from ..adapter import Adapter, AppliedStep
 from ..check.stepcache import SuccessorCache
 from ..properties import EMPTY_MONITOR, MonitorState, Property
-from ..system import ActionLabel, System, SystemState, SystemStep
+from ..system import ActionLabel, StateView, System, SystemState, SystemStep
 from ..traces.judge import (
     AFTER_DRAINING,
     INVARIANT_FALSE,
@@ -190,8 +190,11 @@ def state_machine(
     labels = system.labels()
     order = {a.name: i for i, a in enumerate(system.actions)}
     initially = {s.action for s in system.successors(system.init_states()[0])}
-    # Examples revisit the same model states over and over: one memo for all.
-    expand = successors if successors is not None else SuccessorCache(system)
+    # Examples revisit the same model states over and over: one memo for all,
+    # and for every machine of the same system (the model is pure).
+    expand = successors if successors is not None else shared_successors(system)
+    swarm_draw = st.sets(st.sampled_from(labels))
+    pick = _Picker()
 
     class Fuzz(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -245,8 +248,9 @@ def state_machine(
             except Exception as exc:  # the implementation (or its binding) crashed
                 self._finding(CRASH, CRASH, f"{type(exc).__name__}: {exc}")
             self._advance_monitors(step_)
-            self._check_conformance()
-            self._check_always()
+            view = system.view(self.state)  # one view for both checks
+            self._check_conformance(view)
+            self._check_always(view)
 
         def _advance_monitors(self, step_: SystemStep) -> None:
             after, refusals = advance_monitors(monitors, self.monitor_states, step_.outputs)
@@ -254,14 +258,13 @@ def state_machine(
             for prop, detail in refusals:
                 self._violation(prop, detail)
 
-        def _check_conformance(self) -> None:
+        def _check_conformance(self, view: StateView[Any] | None = None) -> None:
             observed = self.adapter.observe()
-            expected = self.adapter.expect(system.view(self.state))
+            expected = self.adapter.expect(system.view(self.state) if view is None else view)
             if observed != expected:
                 self._finding(CONFORMANCE, CONFORMANCE, describe_mismatch(observed, expected))
 
-        def _check_always(self) -> None:
-            view = system.view(self.state)
+        def _check_always(self, view: StateView[Any]) -> None:
             for prop in always_props:
                 if always_false(prop, view):
                     self._violation(prop, INVARIANT_FALSE)
@@ -296,9 +299,9 @@ def state_machine(
             if not steps:
                 return
             kinds = sorted({s.action.name for s in steps}, key=order.__getitem__)
-            kind = kinds[0] if len(kinds) == 1 else data.draw(st.sampled_from(kinds))
+            kind = kinds[0] if len(kinds) == 1 else pick(data, tuple(kinds))
             options = [s for s in steps if s.action.name == kind]
-            chosen = options[0] if len(options) == 1 else data.draw(st.sampled_from(options))
+            chosen = options[0] if len(options) == 1 else pick(data, tuple(options))
             self.take(chosen)
 
         # -- swarm and teardown ------------------------------------------------
@@ -312,7 +315,7 @@ def state_machine(
             """
             if not swarm:
                 return
-            off = set(data.draw(st.sets(st.sampled_from(labels)), label="swarm: disabled"))
+            off = set(pick.draw(data, swarm_draw))
             off -= initially
             for action in system.actions:
                 own = [label for label in labels if label.name == action.name]
@@ -370,6 +373,56 @@ def state_machine(
 
     Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
     return Fuzz
+
+
+_SHARED_LIMIT = 4
+_shared: dict[int, tuple[System, SuccessorCache]] = {}
+
+
+def shared_successors(system: System) -> SuccessorCache:
+    """One `SuccessorCache` per system for every state machine built on it.
+
+    A run of examples, a replay, a shrink and the next run on the same
+    system meet the same model states; the memo (pure: a model step depends
+    only on the state) is kept for the last few systems.
+    """
+    held = _shared.get(id(system))
+    if held is not None and held[0] is system:
+        return held[1]
+    if len(_shared) >= _SHARED_LIMIT:
+        del _shared[next(iter(_shared))]
+    cache = SuccessorCache(system)
+    _shared[id(system)] = (system, cache)
+    return cache
+
+
+class _Picker:
+    """Draw one of a few elements as ``data.draw(st.sampled_from(elements))`` does.
+
+    The same choices, so the same examples; but each strategy is built and
+    validated once, not at every step, and the draw skips `DataObject.draw`'s
+    bookkeeping for a printed reproduction (statecore prints its own trace).
+    """
+
+    LIMIT = 50_000
+
+    def __init__(self) -> None:
+        self.strategies: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
+
+    def __call__(self, data: st.DataObject, elements: tuple[Any, ...]) -> Any:
+        strategy = self.strategies.get(elements)
+        if strategy is None:
+            if len(self.strategies) >= self.LIMIT:
+                self.strategies.clear()
+            strategy = self.strategies[elements] = st.sampled_from(elements)
+        return self.draw(data, strategy)
+
+    @staticmethod
+    def draw(data: st.DataObject, strategy: st.SearchStrategy[Any]) -> Any:
+        conjecture = getattr(data, "conjecture_data", None)
+        if conjecture is None:  # not Hypothesis' DataObject: its public draw
+            return data.draw(strategy)
+        return conjecture.draw(strategy)
 
 
 def describe_mismatch(observed: object, expected: object) -> str:
