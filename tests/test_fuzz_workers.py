@@ -242,3 +242,39 @@ def test_an_unreachable_redis_is_one_line(capsys: pytest.CaptureFixture[str]) ->
     url = f"redis://127.0.0.1:{_free_port()}/0"  # nothing listens there
     assert main([*FUZZ_6670, "--database", url]) == 2
     assert "cannot reach Redis" in capsys.readouterr().err
+
+
+# -- the pytest plugin ---------------------------------------------------------------------
+
+
+def test_the_pytest_plugin_stores_and_replays_through_a_shared_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from statecore.fuzzing import fuzz as fuzz_module
+    from statecore.fuzzing.pytest_plugin import fuzz_test
+
+    reports: list[Any] = []
+    real = fuzz_module.fuzz
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        reports.append(real(*args, **kwargs))
+        return reports[-1]
+
+    monkeypatch.setattr(fuzz_module, "fuzz", spy)
+    db = str(tmp_path / "db")
+
+    class Config:
+        def getoption(self, name: str, default: object = None) -> object:
+            return db if name == "--statecore-database" else default
+
+    class Request:
+        config = Config()
+        module = None
+
+    test = fuzz_test(CHUNK_TRANSFER, lambda: SystemAdapter(variant_6670(), ADAPTER))
+    for run in range(2):  # as two pytest runs, or two pytest-xdist workers one after the other
+        (tmp_path / str(run)).mkdir()
+        with pytest.raises(pytest.fail.Exception, match="conformance"):
+            test(Request(), tmp_path / str(run))
+    assert [r.found_in for r in reports] == ["guided", "replay"]
+    assert len(FindingStore(open_database(db), CHUNK_TRANSFER, ADAPTER).fetch()) == 1

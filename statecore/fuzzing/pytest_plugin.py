@@ -6,6 +6,9 @@ Installed as a pytest plugin (entry point ``statecore``), it adds::
     --statecore-budget SECONDS   search for this long instead
     --statecore-seed N           seed (default 0: reproducible in CI)
     --statecore-no-known         known findings fail the test too
+    --statecore-database DB      a directory or redis://host:port/db: stored findings
+                                 replay first, new ones are stored (for later runs and
+                                 for the other pytest-xdist workers)
 
 and `fuzz_test`, which turns a System and an adapter into a test function::
 
@@ -59,6 +62,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="known findings of an adapter fail its fuzz test too",
     )
+    group.addoption(
+        "--statecore-database",
+        default=None,
+        metavar="DIR|redis://HOST:PORT/DB",
+        help="a Hypothesis example database shared by the fuzz tests (and pytest-xdist "
+        "workers, and later runs): stored findings replay first, new ones are stored",
+    )
 
 
 def fuzz_test(
@@ -77,12 +87,14 @@ def fuzz_test(
 
     def test(request: pytest.FixtureRequest, tmp_path: Path) -> None:
         from ..traces.itf import write_itf
+        from .finding_store import open_database
         from .fuzz import fuzz
 
         config = request.config
         model = system if isinstance(system, System) else system()
         chosen_examples = config.getoption("--statecore-max-examples", None)
         chosen_budget = config.getoption("--statecore-budget", None)
+        shared = config.getoption("--statecore-database", None)
         if chosen_examples is None and chosen_budget is None:
             chosen_examples, chosen_budget = max_examples, budget
         report = fuzz(
@@ -92,6 +104,7 @@ def fuzz_test(
             max_examples=chosen_examples,
             seed=config.getoption("--statecore-seed", 0),
             known={} if config.getoption("--statecore-no-known", False) else None,
+            database=open_database(shared) if shared else None,
         )
         finding = report.finding
         if finding is not None:
