@@ -59,6 +59,8 @@ def assert_same(system: System, **options: Any) -> tuple[Report, Report]:
     for result in reduced.results:
         if result.trace is not None:  # a real path of the model, whatever it shows
             assert result.trace.steps[0].state in system.init_states()
+    first = explore(system, symmetry=False, **options)
+    assert verdicts(explore(system, symmetry=False, por=True, **options)) == verdicts(first)
     return full, reduced
 
 

@@ -492,10 +492,13 @@ def search(
     """`explore` with partial-order reduction: reduced searches until one kept to its footprints.
 
     `explorer(system, properties, symmetry, *limits, footprints=...)` is one
-    search; `explore` the unreduced search, run again for each violated
-    property, stopping at its first violation: its trace (a shortest one)
-    replaces the reduced one. A bound may stop it first; the report's notes
-    then say the trace may be longer than the shortest.
+    search (`limits`: max_states, max_memory, stop_on_violation, progress,
+    then any others); `explore` the unreduced search, run again for each
+    violated property, stopping at its first violation: its trace (a
+    shortest one) replaces the reduced one. A bound may stop it first; the
+    report's notes then say the trace may be longer than the shortest. A
+    search that stops at its first violation is the unreduced one's once a
+    violation is known to exist, so it stops at the same one.
     """
     props = tuple(system.properties if properties is None else properties)
     known = Footprints(system, props)
@@ -511,21 +514,36 @@ def search(
     ]
     if symmetry and Canonicalizer(system).active:
         notes.append("symmetry reduction off: it is not combined with partial-order reduction")
+    stop_on_violation, progress = limits[2], limits[3]
+    if stop_on_violation and any(r.verdict == VIOLATED for r in report.results):
+        # Which violation stops a search first depends on the order it goes in: the
+        # unreduced search, which stops no deeper than this one, says which it is.
+        again = explore(
+            system,
+            max_states=limits[0],
+            max_memory=limits[1],
+            symmetry=symmetry,
+            properties=properties,
+            progress=progress,
+        )
+        if any(r.verdict == VIOLATED for r in again.results):
+            stopped = "a violation was found: the report is the unreduced search's, to it"
+            return replace(again, notes=(notes[0], stopped, *again.notes))
     results = list(report.results)
     longer: list[str] = []
     for k, result in enumerate(results):
         if result.verdict != VIOLATED:
             continue
         prop = result.property
-        again = explore(
+        shortest = explore(
             system,
             max_states=limits[0],
             max_memory=limits[1],
             symmetry=symmetry,
             properties=(prop,),
         ).result(prop.id)
-        if again.verdict == VIOLATED:
-            results[k] = again
+        if shortest.verdict == VIOLATED:
+            results[k] = shortest
         else:
             longer.append(prop.id)
     if longer:
