@@ -92,10 +92,11 @@ class Mode:
     cap: float
     max_examples: int
     throughput_examples: int
+    workers_budget: float
 
 
-QUICK = Mode(seeds=3, cap=30.0, max_examples=100_000, throughput_examples=300)
-FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=1_000)
+QUICK = Mode(seeds=3, cap=30.0, max_examples=100_000, throughput_examples=300, workers_budget=8)
+FULL = Mode(seeds=5, cap=60.0, max_examples=100_000, throughput_examples=1_000, workers_budget=30)
 
 
 # -- the baseline: a hand-written Hypothesis state machine over the real adapter ----------
@@ -588,6 +589,49 @@ def measure_speeds(mode: Mode) -> tuple[list[Speed], list[str]]:
     return rows, notes
 
 
+# -- part 3: every core ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkersRow:
+    """`statecore fuzz --workers N` on the real adapter for a fixed budget."""
+
+    workers: int
+    steps: int
+    seconds: float
+    per_worker: tuple[float, ...]  # steps/s of each worker
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+
+def measure_workers(mode: Mode) -> list[WorkersRow]:
+    """1 and 2 worker processes, each for `mode.workers_budget` seconds, a fresh database."""
+    import tempfile
+
+    from statecore.models.bindings.vllm_omni import (
+        OmniChunkTransferAdapterBinding,
+        fuzz_system_0_30_0,
+    )
+
+    from statecore.fuzzing.workers import fuzz_workers
+
+    rows = []
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as database:
+            report = fuzz_workers(
+                fuzz_system_0_30_0(),
+                OmniChunkTransferAdapterBinding,
+                workers=workers,
+                database=database,
+                budget=mode.workers_budget,
+            )
+        per = tuple(w.steps_per_second for w in report.workers)
+        rows.append(WorkersRow(workers, report.steps, report.seconds, per))
+    return rows
+
+
 # -- part 2: time to the first failure -------------------------------------------------
 
 
@@ -738,6 +782,29 @@ def main() -> None:
         "  examples: state machines Hypothesis built (discarded ones included); a statecore "
         "step is one model action\n  (a send = begin, process, put, finish), a baseline pump step "
         "runs a whole send"
+    )
+
+    progress("workers ...")
+    workers = measure_workers(mode)
+    print()
+    print(
+        f"3. fuzz on every core: statecore fuzz --workers N on the real adapter, "
+        f"--budget {mode.workers_budget:g} each (fresh model memo per worker process)"
+    )
+    print(f"{'workers':>8}{'steps':>10}{'wall s':>9}{'steps/s':>10}  per worker steps/s")
+    for wrow in workers:
+        each = ", ".join(f"{x:,.0f}" for x in wrow.per_worker)
+        print(
+            f"{wrow.workers:>8}{wrow.steps:>10,}{wrow.seconds:>9.1f}"
+            f"{wrow.steps_per_second:>10,.0f}  {each}"
+        )
+    one = workers[0].steps_per_second
+    print(
+        f"   speed-up from 1 to 2 processes: {workers[1].steps_per_second / one:.2f}x "
+        f"(load average then {', '.join(f'{x:.1f}' for x in os.getloadavg())} on "
+        f"{os.cpu_count()} CPUs)"
+        if one
+        else "   speed-up: n/a"
     )
 
     progress("time to first failure ...")
