@@ -427,6 +427,17 @@ def late_footprint() -> System:
     )
 
 
+@pytest.mark.parametrize(
+    "build", [invisible_enables_visible, late_footprint] + [b for b, _ in BREAKERS]
+)
+def test_same_verdicts_with_fingerprints(build: Callable[[], System]) -> None:
+    """The reduction works on the compact visited set as on full states."""
+    system = build()
+    full = explore(system, symmetry=False, stop_on_violation=False)
+    reduced = explore(system, symmetry=False, stop_on_violation=False, por=True, fingerprints=64)
+    assert verdicts(reduced) == verdicts(full) and reduced.states <= full.states
+
+
 def test_a_search_that_meets_new_footprints_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
     system = late_footprint()
     full, reduced = assert_same(system)
