@@ -81,8 +81,8 @@ class _Probe:
 class Footprints:
     """What each attempt and property was seen to read and write, kept across searches.
 
-    Index i below ``len(system.attempts)`` is attempt i; the one after it are
-    the properties, in order (reads only). Locations are bits of an int:
+    Index i below ``len(system.attempts)`` is attempt i; the indices after
+    them are the properties, in order (reads only). Locations are bits of an int:
     slot i is bit i, global j is bit ``slots + j``. Per index, a tree of read
     paths (location by location, branching on the value read, as
     `statecore.check.stepcache` does) ends in the reads and writes of that
@@ -123,7 +123,7 @@ class Footprints:
         self.reads[index] |= reads
         self.writes[index] |= writes
         node = self.roots[index]
-        if whole or type(node) is tuple:  # a whole look: everything, on every state
+        if whole or type(node) is tuple:  # a whole look, or no read: one leaf for every state
             self.roots[index] = (self.everything, self.everything) if whole else node
             return
         parent: dict[Any, Any] | None = None
