@@ -65,6 +65,12 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
 )
 
 
+PAGES: tuple[tuple[str, str], ...] = (
+    ("checked-adapter.md", "statecore.models.implementations.checked_map:page"),
+)
+"""Generated pages besides the model pages: (path under docs/, ``module:function``)."""
+
+
 def _gather() -> tuple[Target, ...]:
     found: list[Target] = []
     for name in MODEL_MODULES:

@@ -135,9 +135,13 @@ def compute_edge(
 ) -> tuple[Outcome, Node]:
     """Compute the step from `node` with `step`; remember it where that is sound."""
     outcome = step(machine, node.snapshot, event, payload)
-    target = node if outcome[1] is node.snapshot else node_of(machine, outcome[1])
-    entry = (outcome, target)
-    if node.shared and event in machine.cacheable_events:
+    nxt = outcome[1]
+    if event not in machine.cacheable_events:
+        # An unbounded payload (a count, say) mostly leads to snapshots no
+        # finite memo could hold: they stay private, and out of the memo.
+        return outcome, node if nxt is node.snapshot else Node(nxt, False)
+    entry = (outcome, node if nxt is node.snapshot else node_of(machine, nxt))
+    if node.shared:
         remember(machine, node, event, payload, entry)
     return entry
 

@@ -166,6 +166,14 @@ def bundled() -> tuple[Target, ...]:
     return tuple(sorted(targets, key=lambda t: (t.kind != "model", t.name)))
 
 
+def bundled_pages() -> tuple[tuple[str, Callable[[], str]], ...]:
+    """The generated pages the models declare besides their own: (path under docs/, render)."""
+    declared: tuple[tuple[str, str], ...] = getattr(
+        importlib.import_module("statecore.models"), "PAGES", ()
+    )
+    return tuple((path, _import_object(where, "page")) for path, where in declared)
+
+
 def bundled_adapters() -> tuple[AdapterSpec, ...]:
     """Every bundled adapter: real implementations, then each variant as an implementation."""
     declared: tuple[AdapterSpec, ...] = importlib.import_module("statecore.models").ADAPTERS

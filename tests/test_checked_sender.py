@@ -149,3 +149,27 @@ def test_opening_a_generation_drops_an_entry_left_over() -> None:
     payloads["e"] = 1
     payloads.open("e", object())
     assert "e" not in payloads
+
+
+# -- the call-site map (docs/checked-adapter.md) ------------------------------------------
+
+
+def test_the_call_site_map_names_every_event_and_matches_the_code() -> None:
+    import inspect
+
+    from statecore.models.implementations import checked_chunk_transfer, checked_sender
+    from statecore.models.implementations.checked_map import FIRED_BY, MACHINES
+
+    events = {(name, e.name) for name, m in MACHINES.items() for e in m.events}
+    assert set(FIRED_BY) == events
+    mixin = checked_chunk_transfer.CheckedSenderMixin
+    for (machine, event), site in FIRED_BY.items():
+        owner_name, method = site.fires.split(".")
+        owner = getattr(checked_chunk_transfer, owner_name, None) or getattr(
+            checked_sender, owner_name
+        )
+        source = inspect.getsource(getattr(owner, method))
+        assert f'"{event}"' in source, f"{site.fires} does not fire {machine}.{event}"
+        for caller in site.callers:
+            caller_source = inspect.getsource(getattr(mixin, caller))
+            assert f".{method}(" in caller_source, f"{caller} does not call {site.fires}"

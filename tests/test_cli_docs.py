@@ -110,6 +110,7 @@ EXEMPT: list[tuple[str, str]] = [
     (r"^bash scripts/install-vllm-stack\.sh$", VLLM),
     (r"^tox -e vllm$", VLLM),
     (r"--adapter vllm-omni\b", VLLM),
+    (r"^python benchmarks/checked_adapter\.py", VLLM),
     (r"^pytest tests/distributed/", VLLM + "; the path is in vLLM-Omni's own repository"),
     (
         r"^python benchmarks/\w+\.py$",

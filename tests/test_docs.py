@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import re
 import shlex
@@ -64,6 +65,10 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
+NEEDS_VLLM = "# needs vllm-omni"
+"""A python block that starts so runs only where vLLM-Omni is installed."""
+
+
 def pages_with_python() -> list[Path]:
     return sorted(p for p in DOCS.glob("*.md") if blocks(p, "python"))
 
@@ -111,6 +116,8 @@ def test_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
     for number, (code, shown) in enumerate(python_with_output(page), start=1):
+        if code.startswith(NEEDS_VLLM) and importlib.util.find_spec("vllm_omni") is None:
+            continue  # tests/test_vllm_checked.py runs the same calls in `tox -e vllm`
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):

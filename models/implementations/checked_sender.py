@@ -16,8 +16,7 @@ Here each of those is the state of an `Instance` of a machine that
   counts); `Watermarks.generations` and `Watermarks.tokens` are read-only
   dict views for the code that reads those attributes.
 * `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
-  can be written only while that id's ``request_state`` generation is live
-  (a `statecore.models.implementations.request_state.RequestStateAccessor`):
+  can be written only while that id's ``request_state`` generation is live:
   a stale processor can never recreate state after cleanup, and a request
   reusing the id starts with none.
 
@@ -34,9 +33,9 @@ from typing import Any
 
 from statecore import Instance, Outcome
 
+from ..request_state_machines import request_state_machine
 from ..segment_watermark import runtime_watermark_machine
 from ..sender_generation import sender_generation_machine
-from .request_state import RequestStateAccessor
 
 __all__ = [
     "PAYLOAD_NAMESPACE",
@@ -49,6 +48,9 @@ _LOG = logging.getLogger(__name__)
 
 SENDER_GENERATION = sender_generation_machine()
 WATERMARK = runtime_watermark_machine()
+PAYLOAD_NAMESPACE = "request_payload"
+"""The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
+REQUEST_STATE = request_state_machine((PAYLOAD_NAMESPACE,))
 
 _CANCELLED = frozenset({"draining", "retiring"})
 _TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
@@ -187,49 +189,63 @@ class _TokenView(_WatermarkView):
         return value
 
 
-PAYLOAD_NAMESPACE = "request_payload"
-"""The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
-
-
 class GenerationPayloads(dict[str, Any]):
     """``request_payload``: an id's entry exists only while its request-state generation lives.
 
     A plain ``dict`` to the processors that use it (they test ``isinstance(...,
-    dict)``, read, pop and assign). Writes for an id with no live generation
-    are dropped and logged: that is a stale processor after cleanup, and
-    0.30.0 would have recreated state nobody clears. Reads need no fence:
-    ``release`` removes the entry with its generation.
+    dict)``, read, pop and assign). Each sender generation opens one
+    ``request_state`` generation (one namespace: the id's entry); a write for
+    an id with no live generation is dropped and logged: that is a stale
+    processor after cleanup, and 0.30.0 would have recreated state nobody
+    clears. Reads need no fence: ``release`` removes the entry with its
+    generation. The lifecycle calls name the sender generation they come
+    from, so a late call of a reclaimed generation never reaches its successor.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.states = RequestStateAccessor((PAYLOAD_NAMESPACE,))
+        self._states: dict[str, tuple[object, Instance]] = {}
 
     # -- the lifecycle (called by the adapter) ------------------------------------
 
     def open(self, ext: str, owner: object) -> None:
         """A new sender generation opened: a new request-state generation, no entry yet."""
         super().pop(ext, None)
-        self.states.open(ext, owner=owner)
+        old = self._states.get(ext)
+        if old is not None:
+            old[1].fire("release")
+        self._states[ext] = (owner, Instance(REQUEST_STATE))
 
     def complete_segment(self, ext: str, owner: object) -> None:
         """Segment-end post-processing: request-wide state is kept."""
-        self.states.complete_segment(ext, owner=owner)
+        self._fire(ext, owner, "complete_segment")
 
     def on_failure(self, ext: str, owner: object) -> None:
         """A send of the generation failed: the state is kept until cleanup."""
-        self.states.on_failure(ext, owner=owner)
+        self._fire(ext, owner, "send_failed")
 
     def release(self, ext: str) -> None:
         """``_clear_sender_state_locked``: the generation is released with its entry."""
-        self.states.cleanup(ext)
+        held = self._states.pop(ext, None)
+        if held is not None:
+            held[1].fire("release")
         super().pop(ext, None)
+
+    def status(self, ext: str) -> str | None:
+        """The request-state generation's state (``open``, ``failed``), None if none lives."""
+        held = self._states.get(ext)
+        return None if held is None else held[1].state
+
+    def _fire(self, ext: str, owner: object, event: str) -> None:
+        held = self._states.get(ext)
+        if held is not None and held[0] is owner:
+            held[1].fire(event)
 
     # -- the dict the processors see --------------------------------------------------
 
     def _admits(self, ext: str) -> bool:
-        if self.states.status(ext) in ("open", "failed"):
-            self.states.get_or_create(ext, PAYLOAD_NAMESPACE, _present)
+        held = self._states.get(ext)
+        if held is not None and held[1].fire("get_or_create", namespace=PAYLOAD_NAMESPACE):
             return True
         _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
         return False
@@ -252,8 +268,3 @@ class GenerationPayloads(dict[str, Any]):
     def __ior__(self, other: Any) -> GenerationPayloads:  # type: ignore[override,misc]
         self.update(other)
         return self
-
-
-def _present() -> bool:
-    """The request-state namespace's value: the entry lives in the dict itself."""
-    return True

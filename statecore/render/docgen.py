@@ -12,7 +12,9 @@ properties each model system carries:
   marked), each machine with its states, events and Mermaid diagram
   (`statecore.render.diagram.to_mermaid`), the properties, the variants of its
   family with their expected verdicts, and the adapters that fit it;
-* ``docs/models/index.md`` - the list of models.
+* ``docs/models/index.md`` - the list of models;
+* the pages ``statecore.models.PAGES`` declares (the checked adapter's
+  call-site map, ``docs/checked-adapter.md``).
 
 ``python -m statecore.render.docgen --check`` writes nothing; it lists the stale
 files (missing, different, or a generated page no model produces any more)
@@ -204,7 +206,7 @@ def generate(
     targets: Sequence[Any] | None = None, adapters: Sequence[Any] | None = None
 ) -> dict[str, str]:
     """Every generated page: relative path (``models/x.md``) -> Markdown text."""
-    from ..registry import bundled, bundled_adapters
+    from ..registry import bundled, bundled_adapters, bundled_pages
 
     targets = tuple(bundled() if targets is None else targets)
     adapters = tuple(bundled_adapters() if adapters is None else adapters)
@@ -222,6 +224,7 @@ def generate(
     }
     pages[f"{MODELS_DIR}/index.md"] = _index_page(models, systems, family, adapters)
     pages["properties.md"] = _properties_page(models, systems, family)
+    pages.update((path, render()) for path, render in bundled_pages())
     return dict(sorted(pages.items()))
 
 
