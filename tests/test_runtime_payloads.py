@@ -146,6 +146,35 @@ def test_out_of_domain_values_add_nothing_to_the_memo() -> None:
     assert entries(machine) == before == memo_size(machine)
 
 
+def last_amount() -> Machine:
+    """The last of a stream of unbounded amounts, with a bounded event beside it."""
+    return Machine(
+        "last_amount",
+        states=[State("open", initial=True)],
+        variables=[Var("last", range(2), 0)],
+        events=[Event("add", [Field("amount", type=int, sample=(0, 1))]), Event("reset")],
+        transitions=[
+            Transition("open", "add", None, effect=lambda s, p: {"last": p["amount"]}),
+            Transition("open", "reset", None, effect=lambda s, p: {"last": 0}),
+        ],
+    )
+
+
+def test_steps_with_unbounded_payloads_keep_their_snapshots_out_of_the_memo() -> None:
+    machine = last_amount()
+    inst = Instance(machine)
+    inst.fire("reset")
+    before = entries(machine)
+    for amount in range(2, 500):  # values far outside the variable's domain
+        snapshot = inst.snapshot
+        outcome = inst.fire("add", amount=amount)
+        assert outcome == step(machine, snapshot, "add", {"amount": amount})
+        assert inst.snapshot.last == amount
+    assert entries(machine) == before == memo_size(machine)
+    assert inst.fire("reset").snapshot.last == 0  # a bounded event from a private snapshot
+    assert inst.fire("reset").snapshot.last == 0
+
+
 def wide(values: int) -> Machine:
     return Machine(
         "wide",
