@@ -97,6 +97,22 @@ def add_check_parser(sub: Any) -> None:
         help="partial-order reduction (default off; it runs without symmetry reduction)",
     )
     p_check.add_argument(
+        "--fingerprints",
+        type=int,
+        choices=(64, 128),
+        default=0,
+        metavar="BITS",
+        help="keep a 64- or 128-bit fingerprint per state instead of the state (about 25 "
+        "bytes a state; the collision probability is reported); default: full states, exact",
+    )
+    p_check.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="explore each target on N processes, the states partitioned among them (default 1)",
+    )
+    p_check.add_argument(
         "--variants", action="store_true", help="check the known-bug variants instead"
     )
     p_check.add_argument(
@@ -132,6 +148,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     require_writable_dir(args.trace_out, "--trace-out")
     require_writable_dir(args.regression_out, "--regression-out")
     require_positive_int(args.jobs, "--jobs", "processes", 2)
+    require_positive_int(args.workers, "--workers", "processes", 2)
+    if args.workers > 1 and args.por:
+        raise UsageError("--workers and --por do not combine yet: drop --por or use --workers 1")
     if args.symbolic:
         return _cmd_symbolic(args)
     if args.adequacy:
@@ -215,6 +234,8 @@ class _CheckRun:
                 por=self.args.por,
                 stop_on_violation=False,
                 progress=printer,
+                fingerprints=self.args.fingerprints,
+                workers=self.args.workers,
             )
         finally:
             printer.clear()
