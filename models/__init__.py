@@ -44,6 +44,23 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         "machines, against the reference model",
     ),
     AdapterSpec(
+        name="vllm-omni-segments",
+        target="segments",
+        factory="statecore.models.bindings.vllm_omni_segments:SegmentsBinding",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0 through one resumable "
+        "realtime request (save_async's segment and token watermarks)",
+    ),
+    AdapterSpec(
+        name="vllm-omni-checked-segments",
+        target="segments",
+        factory="statecore.models.bindings.vllm_omni_checked:CheckedSegmentsBinding",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="CheckedChunkTransferAdapter through one resumable realtime request",
+    ),
+    AdapterSpec(
         name="request-state-accessor",
         target="request_state_system",
         factory="statecore.models.bindings.request_state:AccessorBinding",

@@ -35,8 +35,13 @@ from ..implementations.checked_chunk_transfer import (
 )
 from .vllm_omni import FUZZ_BOUNDS, OmniChunkTransferAdapterBinding
 from .vllm_omni_harness import make_adapter
+from .vllm_omni_segments import SegmentsBinding
 
-__all__ = ["CheckedChunkTransferAdapterBinding", "fuzz_system_reference"]
+__all__ = [
+    "CheckedChunkTransferAdapterBinding",
+    "CheckedSegmentsBinding",
+    "fuzz_system_reference",
+]
 
 
 def fuzz_system_reference() -> System:
@@ -69,3 +74,12 @@ class CheckedChunkTransferAdapterBinding(OmniChunkTransferAdapterBinding):
             finish_requests=finish_requests,
         )
         fail_failed_chunk_sends(scheduler)
+
+
+class CheckedSegmentsBinding(SegmentsBinding):
+    """The segments model's actions performed on the checked adapter."""
+
+    name = "vllm-omni-checked-segments"
+
+    def make_adapter(self) -> Any:
+        return make_adapter(self.connector, base=checked_adapter_class(self.classes.adapter))
