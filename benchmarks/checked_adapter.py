@@ -201,8 +201,7 @@ def soak(seeds: int, budget: float) -> None:
             "--budget", str(budget), "--seed", str(seed), "--trace-out", trace_dir,
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False)
-        # importing vLLM prints its banner on stdout before the report
-        report = json.loads(done.stdout[done.stdout.index("\n{") + 1 :])
+        report = json.loads(done.stdout[done.stdout.find("{") :])
         finding = report.get("finding")
         found += finding is not None
         result = "no finding" if finding is None else f"FOUND {finding.get('property')}"
