@@ -63,6 +63,10 @@ def clear_sender_state(tx: Tx[Any], ext: Hashable) -> None:
     release_request_state(tx, ext)
 
 
-def by_generation(handle: Handle) -> int:
-    """Sort key: requests in the order they took their external id."""
-    return handle.generation
+def by_generation(handle: Handle) -> tuple[int, str]:
+    """Sort key: requests in the order they took their external id, then by id.
+
+    The id breaks ties between requests of two ids with the same generation,
+    so the sweep's order never depends on set iteration (or the hash seed).
+    """
+    return handle.generation, str(handle.key)
