@@ -372,28 +372,54 @@ def state_machine(
                     self._violation(prop, detail)
 
     Fuzz.__name__ = Fuzz.__qualname__ = f"Fuzz_{system.name}"
+    # Hypothesis keys each run by the class's source, and `inspect.getsource`
+    # parses this whole module to look for a generated class it cannot find
+    # (tens of milliseconds a run); a module it cannot open fails at once and
+    # the key falls back to the class name, which names the system.
+    Fuzz.__module__ = f"{__name__}.generated"
     return Fuzz
 
 
+def _by_state(
+    expand: Callable[[SystemState], list[SystemStep]], limit: int = 200_000
+) -> Callable[[SystemState], list[SystemStep]]:
+    """`expand`, remembered per state: examples keep coming back to the same few states.
+
+    The returned list is shared; callers do not change it.
+    """
+    known: dict[SystemState, list[SystemStep]] = {}
+
+    def steps(state: SystemState) -> list[SystemStep]:
+        found = known.get(state)
+        if found is None:
+            if len(known) >= limit:
+                known.clear()
+            found = known[state] = expand(state)
+        return found
+
+    return steps
+
+
 _SHARED_LIMIT = 4
-_shared: dict[int, tuple[System, SuccessorCache]] = {}
+_shared: dict[int, tuple[System, Callable[[SystemState], list[SystemStep]]]] = {}
 
 
-def shared_successors(system: System) -> SuccessorCache:
-    """One `SuccessorCache` per system for every state machine built on it.
+def shared_successors(system: System) -> Callable[[SystemState], list[SystemStep]]:
+    """`System.successors`, memoised once per system for every state machine built on it.
 
     A run of examples, a replay, a shrink and the next run on the same
     system meet the same model states; the memo (pure: a model step depends
-    only on the state) is kept for the last few systems.
+    only on the state; `SuccessorCache` still runs each new action twice to
+    check that) is kept for the last few systems.
     """
     held = _shared.get(id(system))
     if held is not None and held[0] is system:
         return held[1]
     if len(_shared) >= _SHARED_LIMIT:
         del _shared[next(iter(_shared))]
-    cache = SuccessorCache(system)
-    _shared[id(system)] = (system, cache)
-    return cache
+    expand = _by_state(SuccessorCache(system))
+    _shared[id(system)] = (system, expand)
+    return expand
 
 
 class _Picker:
