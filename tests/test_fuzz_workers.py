@@ -174,6 +174,17 @@ def test_a_finding_of_one_run_replays_first_in_the_next_on_every_worker(
     assert code == 1 and single["found_in"] == "replay"
 
 
+def test_an_adapter_that_cannot_run_in_a_worker_is_one_line(tmp_path: Path) -> None:
+    from statecore.errors import StatecoreError
+    from statecore.fuzzing.workers import fuzz_workers
+
+    def broken() -> SystemAdapter:
+        raise ValueError("no such service")
+
+    with pytest.raises(StatecoreError, match=r"fuzz worker \d: building the adapter raised"):
+        fuzz_workers(CHUNK_TRANSFER, broken, workers=2, database=str(tmp_path / "db"))
+
+
 def test_workers_refuse_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*FUZZ_6670, "--workers", "0"]) == 2
     assert "--workers 0: must be a positive number of processes" in capsys.readouterr().err

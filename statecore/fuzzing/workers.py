@@ -132,7 +132,7 @@ def fuzz_workers(
     ]
     for process in processes:
         process.start()
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[int, dict[str, Any] | None] = {}
     latest: dict[int, FuzzProgress] = {}
     interrupted = False
     while len(results) < workers:
@@ -153,9 +153,12 @@ def fuzz_workers(
         if kind == "progress" and progress is not None:
             latest[index] = payload
             progress(_combined(latest, time.perf_counter() - started))
-        elif kind == "error":
+        elif kind == "error":  # a usage error (an adapter that cannot run, say)
             _stop(processes)
             raise StatecoreError(f"fuzz worker {index}: {payload}")
+        elif kind == "crash":
+            _stop(processes)
+            raise RuntimeError(f"fuzz worker {index} crashed: {payload}")
         elif kind == "done":
             results[index] = payload
     for process in processes:
@@ -213,15 +216,19 @@ def _worker(
             "interrupted": report.interrupted,
         }
         messages.put(("done", index, payload))
+    except KeyboardInterrupt:  # before or after the run: nothing to report
+        messages.put(("done", index, None))
+    except StatecoreError as exc:
+        messages.put(("error", index, str(exc)))
     except BaseException as exc:
-        messages.put(("error", index, f"{type(exc).__name__}: {exc}"))
+        messages.put(("crash", index, f"{type(exc).__name__}: {exc}"))
         raise
 
 
 def _merge(
     system: System,
     database: str,
-    results: dict[int, dict[str, Any]],
+    results: dict[int, dict[str, Any] | None],
     seconds: float,
     interrupted: bool,
 ) -> WorkersReport:
@@ -234,8 +241,11 @@ def _merge(
     best: dict[tuple[str, str], Finding] = {}
     known: dict[str, Trace] = {}
     reasons: dict[str, str] = {}
+    interrupted = interrupted or any(r is None for r in results.values())
     for index in sorted(results):
         r = results[index]
+        if r is None:
+            continue
         finding = None
         if r["finding"] is not None:
             kind, detail, minimal, raw = r["finding"]
@@ -265,7 +275,7 @@ def _merge(
                 interrupted=r["interrupted"],
             )
         )
-    adapter = next((r["adapter"] for r in results.values()), "")
+    adapter = next((r["adapter"] for r in results.values() if r is not None), "")
     findings = tuple(best[k] for k in sorted(best))
     stopped = interrupted or any(w.interrupted for w in rows)
     return WorkersReport(
