@@ -381,7 +381,7 @@ def state_machine(
 
 
 def _by_state(
-    expand: Callable[[SystemState], list[SystemStep]], limit: int = 200_000
+    expand: Callable[[SystemState], list[SystemStep]], limit: int = 20_000
 ) -> Callable[[SystemState], list[SystemStep]]:
     """`expand`, remembered per state: examples keep coming back to the same few states.
 
@@ -430,7 +430,7 @@ class _Picker:
     bookkeeping for a printed reproduction (statecore prints its own trace).
     """
 
-    LIMIT = 50_000
+    LIMIT = 20_000
 
     def __init__(self) -> None:
         self.strategies: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
