@@ -53,6 +53,23 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         "realtime request (save_async's segment and token watermarks)",
     ),
     AdapterSpec(
+        name="vllm-omni-receiver",
+        target="receiver_system",
+        factory="statecore.models.bindings.vllm_omni_receiver:ReceiverBinding",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="the receiving side of vllm-omni 0.30.0's OmniChunkTransferAdapter "
+        "(load_async, _poll_single_request, cleanup_receiver)",
+    ),
+    AdapterSpec(
+        name="vllm-omni-checked-receiver",
+        target="receiver_system",
+        factory="statecore.models.bindings.vllm_omni_checked:CheckedReceiverBinding",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="CheckedChunkTransferAdapter's receiving side (0.30.0's, unchanged)",
+    ),
+    AdapterSpec(
         name="vllm-omni-checked-segments",
         target="segments",
         factory="statecore.models.bindings.vllm_omni_checked:CheckedSegmentsBinding",

@@ -35,10 +35,12 @@ from ..implementations.checked_chunk_transfer import (
 )
 from .vllm_omni import FUZZ_BOUNDS, OmniChunkTransferAdapterBinding
 from .vllm_omni_harness import make_adapter
+from .vllm_omni_receiver import STAGE, ReceiverBinding
 from .vllm_omni_segments import SegmentsBinding
 
 __all__ = [
     "CheckedChunkTransferAdapterBinding",
+    "CheckedReceiverBinding",
     "CheckedSegmentsBinding",
     "fuzz_system_reference",
 ]
@@ -83,3 +85,13 @@ class CheckedSegmentsBinding(SegmentsBinding):
 
     def make_adapter(self) -> Any:
         return make_adapter(self.connector, base=checked_adapter_class(self.classes.adapter))
+
+
+class CheckedReceiverBinding(ReceiverBinding):
+    """The receiver_system model's actions performed on the checked adapter's receiving side."""
+
+    name = "vllm-omni-checked-receiver"
+
+    def make_adapter(self) -> Any:
+        checked = checked_adapter_class(self.classes.adapter)
+        return make_adapter(self.connector, stage_id=STAGE, role="receiver", base=checked)

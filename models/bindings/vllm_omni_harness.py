@@ -208,17 +208,24 @@ def _flag(meta: Any, name: str) -> bool:
     return bool(flag)
 
 
-def make_adapter(connector: Any, *, max_num_seqs: int = 8, base: type[Any] | None = None) -> Any:
-    """A real adapter (or `base`, a subclass of it) on `connector`, its background
-    threads stopped and joined."""
+def make_adapter(
+    connector: Any,
+    *,
+    max_num_seqs: int = 8,
+    base: type[Any] | None = None,
+    stage_id: int = STAGE_ID,
+    role: str = "sender",
+) -> Any:
+    """A real adapter (or `base`, a subclass of it) on `connector` for stage `stage_id`
+    in connector role `role`, its background threads stopped and joined."""
     classes = real_classes()
     adapter_class = classes.harnessed if base is None else harnessed(base)
     model_config = SimpleNamespace(
-        stage_id=STAGE_ID,
+        stage_id=stage_id,
         async_chunk=True,
         worker_type="ar",
         max_model_len=4096,
-        stage_connector_config={"name": "StatecoreFakeConnector", "extra": {"role": "sender"}},
+        stage_connector_config={"name": "StatecoreFakeConnector", "extra": {"role": role}},
         custom_process_next_stage_input_func=None,
         statecore_connector=connector,
     )
