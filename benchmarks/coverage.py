@@ -1,12 +1,13 @@
 """Branch coverage of the real vLLM-Omni 0.30.0 adapter's per-request lifecycle under a fuzz run.
 
 A passing fuzz run says nothing about the code its binding never drives. This fuzzes
-``chunk_transfer`` through the ``vllm-omni`` binding for ``--budget`` seconds (the
-known 0.30.0 findings allowed, as ``statecore fuzz chunk_transfer --adapter vllm-omni``
-does) while coverage.py measures ``chunk_transfer_adapter.py``, and prints, per
+every system bound to the real adapter (`BOUND`: ``chunk_transfer`` through the
+``vllm-omni`` binding, ``segments`` through ``vllm-omni-segments``, ``receiver_system``
+through ``vllm-omni-receiver`` and ``vllm-omni-receiver-generation``), ``--budget``
+seconds in all, split evenly (the known 0.30.0 findings allowed, as ``statecore fuzz``
+does), while coverage.py measures ``chunk_transfer_adapter.py``, and prints, per
 lifecycle method (`SENDER`, then `RECEIVER`), the branches taken and the statements run,
-with what was missed. The binding drives only the sender today, so the receiver's
-methods show where it is blind.
+with what was missed: where the bindings are blind.
 
 Run with the vLLM stack and coverage.py installed:
 ``python benchmarks/coverage.py [--budget SECONDS] [--seed N]``. The last line is
@@ -49,6 +50,13 @@ SENDER = (
     "finish_requests",
     "cleanup",
 )
+BOUND = (
+    ("chunk_transfer", "vllm-omni"),
+    ("segments", "vllm-omni-segments"),
+    ("receiver_system", "vllm-omni-receiver"),
+    ("receiver_system", "vllm-omni-receiver-generation"),
+)
+"""(target, adapter) of every system bound to the real adapter."""
 RECEIVER = (
     "load_async",
     "_poll_single_request",
@@ -104,23 +112,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    system, factory, _ = resolve_adapter("chunk_transfer", "vllm-omni")
     target = parse_target(f"{MODULE}:{','.join(f'{CLASS}.{n}' for n in (*SENDER, *RECEIVER))}")
     measurement = Measurement(target)
     measurement.start()
     try:
-        report = fuzz(system, factory, budget=args.budget, seed=args.seed)
+        for name, adapter in BOUND:
+            system, factory, _ = resolve_adapter(name, adapter)
+            budget = args.budget / len(BOUND)
+            report = fuzz(system, factory, budget=budget, seed=args.seed)
+            found = report.finding
+            verdict = "nothing new found" if found is None else f"FOUND {found.property_id}"
+            guided = report.guided
+            print(
+                f"fuzz {name} / {adapter}, --budget {budget:g} --seed {args.seed}: "
+                f"{verdict}, {report.seconds:.1f}s, {report.all_steps} steps "
+                f"(guided {guided.paths if guided else 0} paths, search {report.examples} "
+                f"examples, {len(report.known)} known findings)"
+            )
     finally:
         reached = measurement.stop()
-    guided = report.guided
-    found = report.finding
-    verdict = "nothing new found" if found is None else f"FOUND {found.property_id}"
-    print(
-        f"fuzz chunk_transfer / vllm-omni, --budget {args.budget:g} --seed {args.seed}: "
-        f"{verdict}, {report.seconds:.1f}s, {report.all_steps} steps "
-        f"(guided {guided.paths if guided else 0} paths, search {report.examples} examples, "
-        f"{len(report.known)} known findings)"
-    )
     print(f"coverage.py branch coverage of {target.path}")
     sender, receiver, overall = show(reached)
     print(

@@ -62,6 +62,15 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         "(load_async, _poll_single_request, cleanup_receiver)",
     ),
     AdapterSpec(
+        name="vllm-omni-receiver-generation",
+        target="receiver_system",
+        factory="statecore.models.bindings.vllm_omni_receiver:GenerationReceiverBinding",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="the receiving side of vllm-omni 0.30.0's OmniChunkTransferAdapter for a "
+        "generation-mode stage (codec frames become the prompt)",
+    ),
+    AdapterSpec(
         name="vllm-omni-checked-receiver",
         target="receiver_system",
         factory="statecore.models.bindings.vllm_omni_checked:CheckedReceiverBinding",

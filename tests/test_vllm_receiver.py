@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 from statecore.models.bindings.vllm_omni_checked import CheckedReceiverBinding
-from statecore.models.bindings.vllm_omni_receiver import ReceiverBinding
+from statecore.models.bindings.vllm_omni_receiver import (
+    GenerationReceiverBinding,
+    ReceiverBinding,
+)
 from statecore.models.receiver import RECEIVER_SYSTEM, REQ
 
 from statecore.fuzzing.fuzz import fuzz
@@ -65,7 +68,9 @@ def test_a_cleanup_during_get_drops_the_late_chunk(run: Lockstep) -> None:
     assert adapter.get_req_chunk["req0"] == 1  # the new incarnation read its own chunk 0
 
 
-@pytest.mark.parametrize("binding", [ReceiverBinding, CheckedReceiverBinding])
+@pytest.mark.parametrize(
+    "binding", [ReceiverBinding, GenerationReceiverBinding, CheckedReceiverBinding]
+)
 def test_fuzzing_finds_nothing_and_takes_every_transition(binding: type[ReceiverBinding]) -> None:
     report = fuzz(RECEIVER_SYSTEM, binding, max_examples=FUZZ_EXAMPLES, seed=0)
     assert report.finding is None, f"{report.finding}\n{report.finding.trace}"

@@ -94,4 +94,6 @@ class CheckedReceiverBinding(ReceiverBinding):
 
     def make_adapter(self) -> Any:
         checked = checked_adapter_class(self.classes.adapter)
-        return make_adapter(self.connector, stage_id=STAGE, role="receiver", base=checked)
+        return make_adapter(
+            self.connector, stage_id=STAGE, role="receiver", base=checked, worker_type="ar"
+        )

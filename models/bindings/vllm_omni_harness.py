@@ -215,15 +215,17 @@ def make_adapter(
     base: type[Any] | None = None,
     stage_id: int = STAGE_ID,
     role: str = "sender",
+    worker_type: str = "ar",
 ) -> Any:
     """A real adapter (or `base`, a subclass of it) on `connector` for stage `stage_id`
-    in connector role `role`, its background threads stopped and joined."""
+    in connector role `role` with a `worker_type` ("ar" or "generation") model, its
+    background threads stopped and joined."""
     classes = real_classes()
     adapter_class = classes.harnessed if base is None else harnessed(base)
     model_config = SimpleNamespace(
         stage_id=stage_id,
         async_chunk=True,
-        worker_type="ar",
+        worker_type=worker_type,
         max_model_len=4096,
         stage_connector_config={"name": "StatecoreFakeConnector", "extra": {"role": role}},
         custom_process_next_stage_input_func=None,

@@ -41,10 +41,10 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, Baton
 from statecore.system import StateView, System, SystemState, SystemStep
 
-from ..receiver import FINISHED, SEGMENT_END, Shared
+from ..receiver import DATA, FINISHED, SEGMENT_END, Shared
 from .vllm_omni_harness import CONNECTOR_BASE_MODULE, make_adapter, real_classes
 
-__all__ = ["ReceiverBinding"]
+__all__ = ["GenerationReceiverBinding", "ReceiverBinding"]
 
 STAGE = 1  # the receiving stage; its upstream is stage 0
 REQUEST_ID = "req0"
@@ -99,10 +99,16 @@ def connector_class() -> type[Any]:
 
 
 class ReceiverBinding(Adapter):
-    """The receiver_system model's actions performed on the real 0.30.0 adapter."""
+    """The receiver_system model's actions performed on the real 0.30.0 adapter.
+
+    `worker_type` is the receiving model's (``ar``: the chunk's meta and a
+    prompt update; ``generation``: codec frames become the prompt, so each
+    data chunk carries one frame).
+    """
 
     name = "vllm-omni-receiver"
     known: Mapping[str, str] = {}
+    worker_type = "ar"
 
     def __init__(self, *, timeout: float = 10.0) -> None:
         self.timeout = timeout
@@ -115,7 +121,9 @@ class ReceiverBinding(Adapter):
 
     def make_adapter(self) -> Any:
         """The adapter under test, for the receiving stage, its threads stopped."""
-        return make_adapter(self.connector, stage_id=STAGE, role="receiver")
+        return make_adapter(
+            self.connector, stage_id=STAGE, role="receiver", worker_type=self.worker_type
+        )
 
     def setup(self, system: System) -> None:
         self.system = system
@@ -162,7 +170,10 @@ class ReceiverBinding(Adapter):
         chunks = self.system.view(step.state).g.connector
         kind = chunks[-1].kind
         meta = {"finished": kind == FINISHED, "is_segment_finished": kind == SEGMENT_END}
-        self.connector.store[f"{REQUEST_ID}_{STAGE - 1}_{len(chunks) - 1}"] = {"meta": meta}
+        payload: dict[str, Any] = {"meta": meta}
+        if kind == DATA:
+            payload["codes"] = {"audio": [len(chunks)]}  # one codec frame
+        self.connector.store[f"{REQUEST_ID}_{STAGE - 1}_{len(chunks) - 1}"] = payload
 
     def _do_new_request(self, step: SystemStep, req: Hashable) -> None:
         self.request = self._new_request()
@@ -253,3 +264,10 @@ class ReceiverBinding(Adapter):
             ("segment_done", state is not None and state.state == "segment_done"),
             ("getting", None if flight is None else (flight.entry.generation, flight.chunk_id)),
         )
+
+
+class GenerationReceiverBinding(ReceiverBinding):
+    """The same, for a generation-mode receiving stage (a codec decoder, say)."""
+
+    name = "vllm-omni-receiver-generation"
+    worker_type = "generation"
