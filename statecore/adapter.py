@@ -17,6 +17,7 @@ live next to the models and import their heavy dependencies themselves.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -313,6 +314,16 @@ class _Worker:
     def _idle_again(self) -> None:
         with self._lock:
             self._idle.append(self)
+
+    @classmethod
+    def _forget(cls) -> None:
+        """In a forked child: the pool's threads did not come along."""
+        cls._idle = []
+        cls._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # a fork (fuzz --workers) starts with an empty pool
+    os.register_at_fork(after_in_child=_Worker._forget)
 
 
 class SystemAdapter(Adapter):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 from statecore.models.chunk_transfer import CHUNK_TRANSFER, variant_6670
 
-from statecore.adapter import SystemAdapter
+from statecore.adapter import Baton, SystemAdapter
 from statecore.cli import main
 from statecore.fuzzing.finding_store import DatabaseError, FindingStore, open_database
 from statecore.fuzzing.fuzz import fuzz
@@ -172,6 +172,40 @@ def test_a_finding_of_one_run_replays_first_in_the_next_on_every_worker(
     # A single run with the same database replays it first too.
     code, single = run_json(capsys, *FUZZ_6670, *out)
     assert code == 1 and single["found_in"] == "replay"
+
+
+class _ThreadedSelf(SystemAdapter):
+    """The model as its own implementation, each step run on a `Baton` worker that parks once."""
+
+    def setup(self, system: Any) -> None:
+        super().setup(system)
+        self.baton = Baton(timeout=5)
+
+    def apply(self, step: Any, before: Any) -> None:
+        def call() -> None:
+            self.baton.park("midway")
+            SystemAdapter.apply(self, step, before)
+
+        assert self.baton.start(call) == "midway"
+        assert self.baton.resume() is None
+        self.baton.result()
+
+
+def test_baton_threads_of_the_parent_are_not_used_in_a_forked_worker(tmp_path: Path) -> None:
+    from statecore.fuzzing.workers import fuzz_workers
+
+    warm = Baton()  # leaves an idle pooled thread behind, which a fork does not copy
+    assert warm.start(lambda: None) is None
+    report = fuzz_workers(
+        CHUNK_TRANSFER,
+        lambda: _ThreadedSelf(CHUNK_TRANSFER),
+        workers=2,
+        database=str(tmp_path / "db"),
+        max_examples=4,
+        guided=False,
+    )
+    assert report.ok, [f.detail for f in report.findings]
+    assert all(w.steps > 0 for w in report.workers)
 
 
 def test_an_adapter_that_cannot_run_in_a_worker_is_one_line(tmp_path: Path) -> None:
