@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from statecore.models.bindings import vllm_omni_harness as harness
 from statecore.models.bindings.vllm_omni import real_classes
 from statecore.models.bindings.vllm_omni_harness import STAGE_ID, stop_threads
 from statecore.models.implementations.checked_chunk_transfer import checked_adapter_class
@@ -98,15 +99,7 @@ def build(base: type[Any]) -> Any:
 
 
 def new_request(request_id: str, ext: str, classes: Any = None) -> Any:
-    classes = classes or real_classes()
-    request = classes.request(
-        request_id,
-        prompt_token_ids=[1, 2, 3],
-        sampling_params=classes.sampling_params(max_tokens=16),
-        pooling_params=None,
-        external_req_id=ext,
-    )
-    request.status = classes.status.RUNNING
+    request = harness.new_request(classes or real_classes(), request_id, ext, "RUNNING")
     request._omni_segment_generation = 0
     return request
 

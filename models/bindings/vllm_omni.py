@@ -102,6 +102,7 @@ from .vllm_omni_harness import (
     RealClasses,
     describe_payload,
     make_adapter,
+    new_request,
     real_classes,
     run_save_task,
     stop_threads,
@@ -307,14 +308,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
     def _do_new_request(self, step: SystemStep, ext: Hashable) -> None:
         generation = step.state.slots[self.system.slot_index("request", ext)].generation
         handle = Handle("request", ext, generation)
-        request = self.classes.request(
-            internal_id(handle),
-            prompt_token_ids=[1, 2, 3],
-            sampling_params=self.classes.sampling_params(max_tokens=16),
-            pooling_params=None,
-            external_req_id=external_id(ext),
-        )
-        request.status = self.classes.status.RUNNING
+        request = new_request(self.classes, internal_id(handle), external_id(ext), "RUNNING")
         self.requests[ext] = request
         self.by_id[request.request_id] = request
 

@@ -190,6 +190,19 @@ def harnessed(base: type[Any]) -> type[Any]:
     return Harnessed
 
 
+def new_request(classes: RealClasses, request_id: str, external_id: str, status: str) -> Any:
+    """A real ``OmniRequest`` with a three-token prompt, in `status` (a ``RequestStatus`` name)."""
+    request = classes.request(
+        request_id,
+        prompt_token_ids=[1, 2, 3],
+        sampling_params=classes.sampling_params(max_tokens=16),
+        pooling_params=None,
+        external_req_id=external_id,
+    )
+    request.status = getattr(classes.status, status)
+    return request
+
+
 def describe_payload(data: Any) -> tuple[bool, bool, bool]:
     """(``meta.finished``, ``meta.is_segment_finished``, nothing but meta) of a put payload."""
     meta = getattr(data, "meta", None)

@@ -42,16 +42,12 @@ from statecore.adapter import Adapter, AdapterError, Baton
 from statecore.system import StateView, System, SystemState, SystemStep
 
 from ..receiver import DATA, FINISHED, SEGMENT_END, Shared
-from .vllm_omni_harness import CONNECTOR_BASE_MODULE, make_adapter, real_classes
+from .vllm_omni_harness import CONNECTOR_BASE_MODULE, make_adapter, new_request, real_classes
 
 __all__ = ["GenerationReceiverBinding", "ReceiverBinding"]
 
 STAGE = 1  # the receiving stage; its upstream is stage 0
 REQUEST_ID = "req0"
-
-
-class _Unwind(BaseException):
-    """Thrown into a parked worker at teardown so the real code unwinds."""
 
 
 _CONNECTOR: type[Any] | None = None
@@ -136,26 +132,12 @@ class ReceiverBinding(Adapter):
         self.polling = None
 
     def teardown(self) -> None:
-        for _ in range(8):
-            if not self.baton.busy:
-                break
-            try:
-                self.baton.resume(_Unwind())
-            except Exception:
-                break
+        self.baton.release()  # a failing example may leave the recv thread parked in get
         if self.adapter is not None:
             self.adapter.shutdown()
 
     def _new_request(self) -> Any:
-        classes = self.classes
-        request = classes.request(
-            REQUEST_ID,
-            prompt_token_ids=[1, 2, 3],
-            sampling_params=classes.sampling_params(max_tokens=16),
-            pooling_params=None,
-            external_req_id=REQUEST_ID,
-        )
-        request.status = classes.status.WAITING
+        request = new_request(self.classes, REQUEST_ID, REQUEST_ID, "WAITING")
         request.resumable = True
         return request
 

@@ -45,7 +45,7 @@ from statecore.system import StateView, System, SystemState, SystemStep
 
 from ..segment_records import Shared
 from ..segment_watermark import CHUNK, SEGMENT_END, TERMINAL
-from .vllm_omni_harness import make_adapter, real_classes, run_save_task
+from .vllm_omni_harness import make_adapter, new_request, real_classes, run_save_task
 
 __all__ = ["KIND_FLAGS", "SegmentsBinding"]
 
@@ -136,14 +136,7 @@ class SegmentsBinding(Adapter):
 
     def _do_arrive(self, step: SystemStep, ext: Hashable, counter: bool) -> None:
         classes = self.classes
-        request = classes.request(
-            "seg-r1",
-            prompt_token_ids=[1, 2, 3],
-            sampling_params=classes.sampling_params(max_tokens=16),
-            pooling_params=None,
-            external_req_id=str(ext),
-        )
-        request.status = classes.status.RUNNING
+        request = new_request(classes, "seg-r1", str(ext), "RUNNING")
         request.resumable = True
         self.request = request
         self._carry(self._snapshot(step, ext))
