@@ -238,6 +238,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.connector: Any = None
         self.requests: dict[Hashable, Any] = {}
         self.by_id: dict[str, Any] = {}  # every request made, by internal id
+        self.aborts = 0
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
 
@@ -253,6 +254,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.adapter.custom_process_next_stage_input_func = self._processor
         self.requests = {}
         self.by_id = {}
+        self.aborts = 0
         self.tokens = {}
         self.flight = None
 
@@ -349,9 +351,12 @@ class OmniChunkTransferAdapterBinding(Adapter):
     def _do_abort(self, step: SystemStep, ext: Hashable) -> None:
         # MIX.finish_requests -> adapter.finish_requests, before vLLM's own
         # Scheduler.finish_requests sets the status.
+        # Real callers pass a bare id (MIX:943) or a list of ids: alternate, so both run.
         request = self.requests[ext]
         status = self.classes.status.FINISHED_ABORTED
-        self.adapter.finish_requests([request.request_id], status, {request.request_id: request})
+        self.aborts += 1
+        ids = request.request_id if self.aborts % 2 else [request.request_id]
+        self.adapter.finish_requests(ids, status, {request.request_id: request})
         request.status = status
 
     def _do_collect_failures(self, step: SystemStep) -> None:
