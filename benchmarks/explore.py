@@ -22,10 +22,20 @@ Then the figures the test suite does not assert (tests never time themselves):
 each bundled model checked exhaustively, and definition-time validation of a
 machine whose variable has 80,001 values under ``check_limit=100``.
 
+Then the visited set and the processes side by side: full states against
+64-bit fingerprints, on 1 and 2 workers, on the benchmark model and on
+chunk_transfer at two ids (``ChunkTransferConfig(ids=2, generations=2,
+saves=1, segments=1)``, bounded by ``--ct-states``, 200,000 by default: its
+complete space is beyond a short run). Each runs in a fresh process, so its
+peak resident memory is its own: ``B/state`` is that peak (the coordinator's
+plus, with workers, N times the largest worker's) over the states, less the
+memory before the search; ``store B/st`` is what the fingerprint store's
+arrays hold per state.
+
 Run: ``python benchmarks/explore.py [--quick] [--budget SECONDS] [--no-symmetry]
-[--profile] [--gc-off] [--no-models]``. Seconds are wall-clock (the rate is
-wall-clock too); ``cpu s`` is the process time, the figure to trust on a busy
-machine. The last line is
+[--profile] [--gc-off] [--no-models] [--no-stores] [--ct-states N]``. Seconds are
+wall-clock (the rate is wall-clock too); ``cpu s`` is the process time, the figure to
+trust on a busy machine (with workers: theirs too). The last line is
 ``RESULT distinct_states_per_s=<x> largest_states=<n>``.
 """
 
@@ -34,15 +44,24 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import json
+import os
 import pstats
+import re
+import resource
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from statecore.models.chunk_transfer import ChunkTransferConfig, build
+
 from statecore import Event, Machine, State, Transition, Var, out
 from statecore.check.explore import Progress, Report, explore
+from statecore.check.memory import resident_memory
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.registry import bundled
 from statecore.system import Action, Component, Emitted, Global, Keys, StateView, System, Tx
@@ -275,7 +294,79 @@ def bounded_validation() -> None:
     )
 
 
+# -- the visited set and the processes, side by side ----------------------------------
+
+STORES = [(0, 1), (64, 1), (0, 2), (64, 2)]  # (fingerprint bits or 0 for full states, workers)
+STORE_BYTES = re.compile(r"\((\d+) bytes each\)")  # in the fingerprint store's note
+
+
+def measure(which: str, bits: int, workers: int, max_states: int | None) -> dict[str, Any]:
+    """Explore `which` once in this process; what the side-by-side table prints."""
+    if which == "chunk_transfer_ids2":
+        system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
+    else:
+        system = model(Bound(*(int(n) for n in which.split(","))))
+    before = resident_memory()
+    cpu = time.process_time()
+    report = explore(
+        system,
+        stop_on_violation=False,
+        fingerprints=bits,
+        workers=workers,
+        max_states=max_states,
+    )
+    cpu = time.process_time() - cpu
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += children.ru_utime + children.ru_stime
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if workers > 1:
+        peak += workers * children.ru_maxrss * 1024 - before * workers  # forked from `before`
+    return {
+        "states": report.states,
+        "complete": report.complete,
+        "seconds": report.seconds,
+        "cpu": cpu,
+        "bytes": max(0, peak - before) / max(1, report.states),
+        "store": next(
+            (float(m.group(1)) for m in map(STORE_BYTES.search, report.notes) if m), None
+        ),
+        "verdicts": sorted((r.property.id, r.verdict) for r in report.results),
+    }
+
+
+def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
+    """The four runs of `which` side by side, each in a fresh process."""
+    print(f"\n{label}")
+    print(f"{'store':<12}{'workers':>8}{'states':>10}{'seconds':>9}{'cpu s':>8}", end="")
+    print(f"{'states/cpu s':>14}{'B/state':>9}{'store B/st':>11}  same verdicts")
+    print("-" * 95)
+    first: dict[str, Any] | None = None
+    for bits, workers in STORES:
+        command = [sys.executable, __file__, "--measure", which, str(bits), str(workers)]
+        command.append(str(max_states or 0))
+        env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+        got = json.loads(out.stdout.splitlines()[-1])
+        first = first or got
+        store = "full states" if not bits else f"{bits}-bit fp"
+        kept = "-" if got["store"] is None else f"{got['store']:.1f}"
+        same = got["verdicts"] == first["verdicts"] and got["states"] == first["states"]
+        done = "" if got["complete"] else " (bounded)"
+        print(
+            f"{store:<12}{workers:>8}{got['states']:>10}{got['seconds']:>9.2f}{got['cpu']:>8.2f}"
+            f"{got['states'] / max(got['cpu'], 1e-9):>14.0f}{got['bytes']:>9.0f}{kept:>11}"
+            f"  {'yes' if same else 'NO'}{done}",
+            flush=True,
+        )
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--measure"]:
+        which, bits, workers, bound = sys.argv[2:6]
+        gc.disable()
+        got = measure(which, int(bits), int(workers), int(bound) or None)
+        print(json.dumps(got))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small bounds only")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per bound")
@@ -283,6 +374,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the largest bound")
     parser.add_argument(
         "--no-models", action="store_true", help="skip the bundled models and validation"
+    )
+    parser.add_argument(
+        "--no-stores", action="store_true", help="skip full states vs fingerprints, 1 vs 2 workers"
+    )
+    parser.add_argument(
+        "--ct-states",
+        type=int,
+        default=200_000,
+        help="the state bound of chunk_transfer at two ids (0: none, a complete run)",
     )
     parser.add_argument(
         "--gc-off",
@@ -321,6 +421,18 @@ def main() -> None:
     if not args.no_models:
         bundled_models(symmetry)
         bounded_validation()
+    if not args.no_stores:
+        side = Bound(2, 2, 2) if args.quick else Bound(3, 2, 2)
+        stores_and_workers(
+            f"{side.ids},{side.chunks},{side.generations}", f"benchmark model {side}", None
+        )
+        ct_bound = min(args.ct_states, 20_000) if args.quick else args.ct_states
+        stores_and_workers(
+            "chunk_transfer_ids2",
+            "chunk_transfer ids=2 generations=2 saves=1 segments=1"
+            + (f", bounded at {ct_bound:,} states" if ct_bound else ""),
+            ct_bound or None,
+        )
     if best is None:
         print("RESULT distinct_states_per_s=0 largest_states=0")
         return

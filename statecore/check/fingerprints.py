@@ -347,16 +347,16 @@ def collision_bound(bits: int, states: int) -> float:
     return min(1.0, states * (states - 1) / float(2 ** (bits + 1)))
 
 
-def collision_note(bits: int, states: int) -> str:
-    """The line a fingerprint search reports, as TLC does."""
+def collision_note(bits: int, states: int, nbytes: int) -> str:
+    """The line a fingerprint search reports (as TLC does), with the store's bytes a state."""
     return (
-        f"fingerprints: {bits}-bit, {states:,} states, probability of a collision "
-        f"<= {collision_bound(bits, states):.1e}"
+        f"fingerprints: {bits}-bit, {states:,} states ({nbytes / max(1, states):.0f} bytes "
+        f"each), probability of a collision <= {collision_bound(bits, states):.1e}"
     )
 
 
 def store_notes(parents: object) -> tuple[str, ...]:
     """The notes a visited set adds to a report: the collision bound of a fingerprint store."""
     if isinstance(parents, FingerprintStore):
-        return (collision_note(parents.bits, len(parents)),)
+        return (collision_note(parents.bits, len(parents), parents.nbytes),)
     return ()

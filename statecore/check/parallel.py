@@ -292,11 +292,15 @@ class _Worker:
             else:
                 self.base += 1
                 stage = "expand"
-                for index, current in enumerate(level):
-                    explorer._expand(current, deeper)
-                    if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
-                        report.out_of_memory = True
-                        break
+                try:
+                    for index, current in enumerate(level):
+                        explorer._expand(current, deeper)
+                        if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
+                            report.out_of_memory = True
+                            break
+                except Exception:
+                    self._exchange()  # the other workers wait for this one's successors
+                    raise
                 stage = "exchange"
                 received = self._exchange()
                 stage = "state"
@@ -329,11 +333,15 @@ class _Worker:
     def _exchange(self) -> list[tuple[Node, int, int, int]]:
         """Send every queued successor to its owner; the ones sent here, in worker order."""
         part = self.part
+        failure: Exception | None = None
         for owner, items in enumerate(part.outbox):
             if owner != self.me:
-                for start in range(0, len(items), _BATCH):
-                    self.inboxes[owner].put((self.me, _dumps(items[start : start + _BATCH])))
-                self.inboxes[owner].put((self.me, b""))
+                try:
+                    for start in range(0, len(items), _BATCH):
+                        self.inboxes[owner].put((self.me, _dumps(items[start : start + _BATCH])))
+                except Exception as exc:
+                    failure = exc
+                self.inboxes[owner].put((self.me, b""))  # the end of this level, always
         part.outbox = [[] for _ in range(part.workers)]
         part.sent = set()
         received: dict[int, list[bytes]] = {w: [] for w in range(part.workers)}
@@ -344,6 +352,8 @@ class _Worker:
                 received[sender].append(payload)
             else:
                 ended += 1
+        if failure is not None:
+            raise failure
         return [
             item for w in sorted(received) for data in received[w] for item in pickle.loads(data)
         ]
@@ -416,7 +426,8 @@ class ParallelSearch:
             taken: Counter[Any] = Counter()
             for conn in self.conns:
                 conn.send(("finish",))
-                taken.update(conn.recv())
+            for me in range(self.workers):
+                taken.update(self._receive(me))
             self.judge.taken = taken
             return self._report(complete, stop, time.perf_counter() - start)
         except KeyboardInterrupt:
@@ -436,7 +447,7 @@ class ParallelSearch:
             settled = {pid: r.verdict for pid, r in self.judge.results.items()}
             for me, conn in enumerate(self.conns):
                 conn.send((command, None if quota is None else quota[me], settled))
-            reports: list[_LevelReport] = [conn.recv() for conn in self.conns]
+            reports: list[_LevelReport] = [self._receive(me) for me in range(self.workers)]
             self._merge(reports, command)
             complete = complete and not any(r.turned_away for r in reports)
             new = sum(r.new for r in reports)
@@ -454,6 +465,18 @@ class ParallelSearch:
             if not new:
                 return complete, "" if complete else "max_states"
             command = "level"
+
+    def _receive(self, me: int) -> Any:
+        """Worker `me`'s answer; a worker that died (killed for its memory, say) is an error."""
+        conn = self.conns[me]
+        while not conn.poll(1.0):
+            if not self.procs[me].is_alive():
+                code = self.procs[me].exitcode
+                raise RuntimeError(
+                    f"explore: worker {me} of {self.workers} died (exit code {code}); "
+                    "if the system killed it for its memory, use fewer workers or --fingerprints"
+                )
+        return conn.recv()
 
     def _quotas(self) -> list[int] | None:
         if self.max_states is None:
@@ -495,7 +518,7 @@ class ParallelSearch:
         while True:
             conn = self.conns[ref % self.workers]
             conn.send(("entry", ref))
-            fp, parent, action = conn.recv()
+            fp, parent, action = self._receive(ref % self.workers)
             if parent == ROOT:
                 break
             actions.append(action)
@@ -529,7 +552,7 @@ class ParallelSearch:
         results = tuple(judge._verdict(prop, complete) for prop in judge.props)
         notes: tuple[str, ...] = ()
         if self.fingerprints:
-            notes = (collision_note(self.fingerprints, self.states),)
+            notes = (collision_note(self.fingerprints, self.states, self.store_bytes),)
         return Report(
             self.system,
             results,

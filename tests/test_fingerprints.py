@@ -1,0 +1,218 @@
+"""The fingerprint store: stable, canonical fingerprints and the same search as full states.
+
+A fingerprint search must find what the exact one finds - the same distinct
+states, transitions, verdicts and (shortest) traces - on random systems and
+on every bundled target and variant (`golden_targets`), report its collision
+bound, and keep at most 40 bytes a state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from enum import Enum
+from typing import Any, NamedTuple
+
+import pytest
+from golden_targets import GOLDEN, systems
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from system_strategies import SystemSpec, build_system
+from system_strategies import systems as random_systems
+
+from statecore.check.explore import explore
+from statecore.check.fingerprints import (
+    Fingerprinter,
+    FingerprintError,
+    FingerprintStore,
+    collision_bound,
+)
+from statecore.check.results import Report
+from statecore.traces.replay import replay
+
+GOLDEN_FIGURES: dict[str, Any] = json.loads(GOLDEN.read_text(encoding="utf-8"))
+BIG = 20_000  # states: targets above this many run with the slow tests only
+
+
+def bundled_names() -> list[Any]:
+    """Every golden target by name, the ones above `BIG` states marked slow."""
+    return [
+        pytest.param(name, marks=pytest.mark.slow)
+        if GOLDEN_FIGURES[name]["symmetry"]["states"] > BIG
+        else name
+        for name in sorted(systems())
+    ]
+
+
+class Pair(NamedTuple):
+    a: Any
+    b: Any
+
+
+class Colour(Enum):
+    RED = 1
+
+
+def summary(report: Report) -> tuple[Any, ...]:
+    """What must not change: counts, and each verdict with its trace's actions."""
+    verdicts = tuple(
+        (r.property.id, r.verdict, r.detail, None if r.trace is None else r.trace.actions)
+        for r in report.results
+    )
+    return (report.states, report.transitions, report.depth, report.complete, verdicts)
+
+
+# -- the encoding ----------------------------------------------------------------------
+
+
+def test_equal_values_encode_equally() -> None:
+    fp = Fingerprinter()
+    assert fp((1, "a")) == fp(Pair(1, "a")) == fp((True, "a"))
+    assert fp(frozenset({"x", "y", ("z", 1)})) == fp(frozenset({("z", 1), "y", "x"}))
+    assert fp((2.0,)) == fp((2,))
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (("ab",), ("a", "b")),
+        ((("a",),), ("a",)),
+        ((None,), ((),)),
+        ((1,), ("1",)),
+        (frozenset({1, 2}), (1, 2)),
+        ((frozenset(),), ((),)),
+        ((0.5,), ("0.5",)),
+        ((Colour.RED,), (1,)),
+    ],
+)
+def test_distinct_values_fingerprint_apart(left: Any, right: Any) -> None:
+    fp = Fingerprinter()
+    assert fp(left) != fp(right)
+    assert Fingerprinter(128)(left) != Fingerprinter(128)(right)
+
+
+def test_a_value_with_no_canonical_encoding_is_refused_in_one_line() -> None:
+    with pytest.raises(FingerprintError, match=r"type object.*keep full states") as caught:
+        Fingerprinter()((object(),))
+    assert "\n" not in str(caught.value)
+
+
+def test_fingerprint_sizes_other_than_64_and_128_are_refused() -> None:
+    with pytest.raises(ValueError, match="64, 128"):
+        Fingerprinter(32)
+
+
+def test_fingerprints_do_not_depend_on_the_hash_seed() -> None:
+    """Processes partition nodes by fingerprint: a salted string hash would scatter them."""
+    code = (
+        "from golden_targets import systems\n"
+        "from statecore.check.fingerprints import Fingerprinter\n"
+        "s = systems()['request_state_two_ids']()\n"
+        "print(Fingerprinter()((s.init_states()[0], frozenset({('a', 'b'), 'c'}))))\n"
+    )
+    seen = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        tests = os.path.dirname(__file__)
+        env["PYTHONPATH"] = tests + os.pathsep + env.get("PYTHONPATH", "")
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        seen.add(out.stdout.strip())
+    assert len(seen) == 1
+
+
+# -- the store ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+@given(st.lists(st.integers(1, 2**128 - 1), unique=True, max_size=3000))
+@settings(max_examples=20, deadline=None)
+def test_the_store_finds_what_it_holds_across_growth(bits: int, fps: list[int]) -> None:
+    store = FingerprintStore(systems()["segments"](), bits, lambda n: n, lambda m, o: (m, []))
+    fps = [fp % 2**bits or 1 for fp in fps]
+    fps = list(dict.fromkeys(fps))
+    for index, fp in enumerate(fps):
+        assert store.find(fp) == -1
+        assert store.add(fp, index, index % 7) == index
+    for index, fp in enumerate(fps):
+        assert store.find(fp) == index
+        assert store.entry(index) == (fp, index, index % 7)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_fingerprint_search_keeps_at_most_40_bytes_a_state(workers: int) -> None:
+    system = systems()["chunk_transfer_seed000_p1"]()
+    report = explore(
+        system, stop_on_violation=False, fingerprints=64, max_states=20_000, workers=workers
+    )
+    found = re.search(r"\(([\d.]+) bytes each\)", report.notes[-1])
+    assert found is not None and float(found.group(1)) <= 40
+    store = FingerprintStore(system, 64, lambda n: n, lambda m, o: (m, []))
+    for fp in range(1, 20_001):
+        store.add(fp * 0x9E3779B97F4A7C15 % 2**64 or 1, fp, 0)
+    assert store.nbytes / len(store) <= 40
+
+
+# -- the same search -------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.sampled_from([64, 128]), st.booleans())
+def test_fingerprints_find_what_full_states_find_on_random_systems(
+    spec: SystemSpec, bits: int, stop: bool
+) -> None:
+    system = build_system(spec)
+    full = explore(system, stop_on_violation=stop)
+    compact = explore(system, stop_on_violation=stop, fingerprints=bits)
+    assert summary(compact) == summary(full)
+    for result in compact.results:
+        if result.trace is not None and result.verdict == "violated":
+            assert replay(system, result.trace).verdict == "violated"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True, naming=True))
+def test_fingerprints_under_symmetry_find_what_full_states_find(spec: SystemSpec) -> None:
+    system = build_system(spec)
+    full = explore(system, stop_on_violation=False)
+    compact = explore(system, stop_on_violation=False, fingerprints=64)
+    assert summary(compact) == summary(full)
+    assert compact.notes[: len(full.notes)] == full.notes
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_fingerprints_on_every_bundled_target(name: str) -> None:
+    golden = GOLDEN_FIGURES[name]["symmetry"]
+    report = explore(systems()[name](), stop_on_violation=False, fingerprints=64)
+    assert (report.states, report.transitions, report.depth, report.complete) == (
+        golden["states"],
+        golden["transitions"],
+        golden["depth"],
+        golden["complete"],
+    )
+    found = {
+        r.property.id: {
+            "verdict": r.verdict,
+            "trace": None if r.trace is None else [str(a) for a in r.trace.actions],
+        }
+        for r in report.results
+    }
+    assert found == golden["verdicts"]
+    bound = collision_bound(64, report.states)
+    assert list(report.notes[:-1]) == golden["notes"]
+    assert re.fullmatch(
+        rf"fingerprints: 64-bit, {report.states:,} states \(\d+ bytes each\), "
+        rf"probability of a collision <= {bound:.1e}",
+        report.notes[-1],
+    )
+
+
+def test_the_collision_bound_is_the_birthday_bound() -> None:
+    assert collision_bound(64, 1) == 0
+    assert collision_bound(64, 2**32) == pytest.approx(0.5, rel=1e-6)
+    assert collision_bound(64, 2**40) == 1.0
+    assert collision_bound(128, 10**9) < 1e-20

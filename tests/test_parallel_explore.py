@@ -1,0 +1,158 @@
+"""The search on several processes finds what one process finds.
+
+Same distinct states, transitions, depth, coverage, verdicts and trace
+lengths on random systems (symmetric ones and ones that tell ids apart
+included), on every bundled target and variant (`golden_targets`), with
+full states and with fingerprints; a model error reads as one process's;
+bounds and unsupported combinations are handled as documented.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from golden_targets import systems
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from system_strategies import SystemSpec, build_system
+from system_strategies import systems as random_systems
+from test_fingerprints import GOLDEN_FIGURES, bundled_names
+from test_model_errors import jobs, running
+
+from statecore.check.explore import explore
+from statecore.check.results import Report
+from statecore.errors import ActionRaisedError, PropertyRaisedError
+from statecore.properties import always, eventually
+from statecore.system import Action, Tx
+from statecore.traces.replay import replay
+
+
+def summary(report: Report) -> tuple[Any, ...]:
+    """What must not change: counts, coverage, and each verdict with its trace's length.
+
+    Not which counterexample: of several equally short ones, the workers may
+    find another first than one process would (one ending in a deadlock, say,
+    where one process's ends at another quiescent state).
+    """
+    verdicts = tuple(
+        (r.property.id, r.verdict, None if r.trace is None else len(r.trace.steps))
+        for r in report.results
+    )
+    counts = (report.states, report.transitions, report.depth, report.complete)
+    notes = tuple(re.sub(r" \(\d+ bytes each\)", "", note) for note in report.notes)
+    return (*counts, report.symmetry, report.coverage, notes, verdicts)
+
+
+def assert_traces_real(system: Any, report: Report) -> None:
+    for result in report.results:
+        if result.trace is not None and result.verdict == "violated":
+            assert replay(system, result.trace).verdict == "violated"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.sampled_from([0, 64]))
+def test_two_workers_find_what_one_finds_on_random_systems(spec: SystemSpec, bits: int) -> None:
+    system = build_system(spec)
+    one = explore(system, stop_on_violation=False, fingerprints=bits)
+    two = explore(system, stop_on_violation=False, fingerprints=bits, workers=2)
+    assert summary(two) == summary(one)
+    assert_traces_real(system, two)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True, naming=True))
+def test_two_workers_under_symmetry_find_what_one_finds(spec: SystemSpec) -> None:
+    """Symmetry kept where sound, and switched off (with its note) where the ids are told apart."""
+    system = build_system(spec)
+    one = explore(system, stop_on_violation=False)
+    three = explore(system, stop_on_violation=False, workers=3)
+    assert summary(three) == summary(one)
+    assert_traces_real(system, three)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems())
+def test_stopping_at_a_violation_finds_each_of_one_process_violations(spec: SystemSpec) -> None:
+    """Stopping at the end of the level, two workers find each violation one process stops at."""
+    system = build_system(spec)
+    one = explore(system)
+    two = explore(system, workers=2)
+    assert two.ok == one.ok
+    for result in one.results:
+        if result.verdict == "violated":
+            theirs = two.result(result.property.id)
+            assert theirs.verdict == "violated"
+            assert result.trace is not None and theirs.trace is not None
+            assert len(theirs.trace.steps) == len(result.trace.steps)
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_two_workers_on_every_bundled_target(name: str) -> None:
+    golden = GOLDEN_FIGURES[name]["symmetry"]
+    bits = 64 if len(name) % 2 else 0  # half of them with fingerprints
+    report = explore(systems()[name](), stop_on_violation=False, workers=2, fingerprints=bits)
+    assert (report.states, report.transitions, report.depth, report.complete) == (
+        golden["states"],
+        golden["transitions"],
+        golden["depth"],
+        golden["complete"],
+    )
+    found = {
+        r.property.id: (r.verdict, None if r.trace is None else len(r.trace.actions))
+        for r in report.results
+    }
+    expected = {
+        pid: (v["verdict"], None if v["trace"] is None else len(v["trace"]))
+        for pid, v in golden["verdicts"].items()
+    }
+    assert found == expected
+    assert list(report.notes[: len(golden["notes"])]) == golden["notes"]
+
+
+# -- errors and bounds ---------------------------------------------------------------
+
+
+def test_an_action_that_raises_on_a_worker_is_reported_as_one_process_reports_it() -> None:
+    def audit(tx: Tx) -> None:
+        if tx.get("ticks") == 2:
+            raise ZeroDivisionError("audit divided by zero")
+        tx.require(False)
+
+    system = jobs(Action("audit", "auditor", audit))
+    with pytest.raises(ActionRaisedError) as one:
+        explore(system)
+    with pytest.raises(ActionRaisedError) as two:
+        explore(system, workers=2)
+    assert str(two.value).splitlines()[0] == str(one.value).splitlines()[0]
+    assert two.value.trace is not None and len(two.value.trace) == 2
+    assert isinstance(two.value.__cause__, ZeroDivisionError)
+
+
+@pytest.mark.parametrize("kind", [always, eventually])
+def test_a_property_that_raises_on_a_worker_is_reported_with_its_trace(kind: Any) -> None:
+    prop = kind("boom", "raises at two running", lambda v: 1 // (2 - running(v)) >= 0)
+    with pytest.raises(PropertyRaisedError) as raised:
+        explore(jobs(properties=(prop,)), stop_on_violation=False, workers=2)
+    assert "property 'boom' raised ZeroDivisionError" in str(raised.value).splitlines()[0]
+    last = raised.value.trace.steps[-1].state  # type: ignore[attr-defined]
+    assert sum(1 for slot in last.slots if slot.snapshot.state == "running") == 2
+
+
+def test_the_state_bound_is_kept_and_the_search_says_it_is_incomplete() -> None:
+    system = systems()["segments"]()
+    report = explore(system, stop_on_violation=False, workers=2, max_states=500)
+    assert not report.complete and report.stop == "max_states"
+    assert report.states <= 500
+    assert all(r.verdict != "holds" or r.trace is not None for r in report.results)
+
+
+def test_partial_order_reduction_on_several_workers_is_refused_in_one_line() -> None:
+    with pytest.raises(ValueError, match="partial-order reduction does not run on several"):
+        explore(systems()["segments"](), por=True, workers=2)
+
+
+def test_a_worker_count_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="workers must be 1 or more"):
+        explore(systems()["segments"](), workers=0)
