@@ -24,6 +24,7 @@ not raise.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -401,7 +402,7 @@ def _by_state(
 
 
 _SHARED_LIMIT = 4
-_shared: dict[int, tuple[System, Callable[[SystemState], list[SystemStep]]]] = {}
+_shared: dict[tuple[int, int], tuple[System, Callable[[SystemState], list[SystemStep]]]] = {}
 
 
 def shared_successors(system: System) -> Callable[[SystemState], list[SystemStep]]:
@@ -410,15 +411,17 @@ def shared_successors(system: System) -> Callable[[SystemState], list[SystemStep
     A run of examples, a replay, a shrink and the next run on the same
     system meet the same model states; the memo (pure: a model step depends
     only on the state; `SuccessorCache` still runs each new action twice to
-    check that) is kept for the last few systems.
+    check that) is kept for the last few systems, one per thread (the memo is
+    not safe to grow from two threads at once).
     """
-    held = _shared.get(id(system))
+    key = (id(system), threading.get_ident())
+    held = _shared.get(key)
     if held is not None and held[0] is system:
         return held[1]
     if len(_shared) >= _SHARED_LIMIT:
         del _shared[next(iter(_shared))]
     expand = _by_state(SuccessorCache(system))
-    _shared[id(system)] = (system, expand)
+    _shared[key] = (system, expand)
     return expand
 
 
