@@ -23,6 +23,7 @@ start method: Linux, or macOS where it is still offered.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import gc
 import io
@@ -30,6 +31,7 @@ import multiprocessing
 import pickle
 import signal
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +39,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..definition import Snapshot
-from ..errors import ModelError
 from ..properties import Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, VIOLATED, PropertyResult
@@ -299,7 +300,8 @@ class _Worker:
                             report.out_of_memory = True
                             break
                 except Exception:
-                    self._exchange()  # the other workers wait for this one's successors
+                    with contextlib.suppress(Exception):
+                        self._exchange()  # the other workers wait for this one's successors
                     raise
                 stage = "exchange"
                 received = self._exchange()
@@ -316,10 +318,10 @@ class _Worker:
                 explorer.refusals.clear()
         except Asymmetry as exc:
             report.error = ("asymmetry", exc.reason, 0)
-        except Exception as exc:
+        except Exception:
             node = current[0] if isinstance(current, tuple) and stage == "state" else current
             ref = ROOT if node is None else part.ref_of(node)
-            report.error = (stage, f"{type(exc).__name__}: {exc}", ref)
+            report.error = (stage, traceback.format_exc(), ref)
         report.states, report.new = len(part), len(deeper)
         report.transitions = explorer.transitions
         report.findings, self.findings = self.findings, []
@@ -544,7 +546,10 @@ class ParallelSearch:
             else:
                 judge.state_props = [p for p in judge.props if p.kind in ("always", "sometimes")]
                 judge._check_state(node)
-        raise ModelError(f"system {self.system.name!r}: a worker failed: {message}")
+        raise RuntimeError(
+            f"explore: a worker of the search of {self.system.name!r} failed where one process "
+            f"does not; please report it, with its traceback:\n{message}"
+        )
 
     def _report(self, complete: bool, stop: str, seconds: float) -> Report:
         judge = self.judge
