@@ -81,9 +81,16 @@ def parallel_search(
 # -- moving nodes between processes ----------------------------------------------
 
 
+_CLASSES: dict[int, type[Snapshot]] = {}  # this process's snapshot classes, by id
+
+
 def _snapshot(key: int, values: tuple[Any, ...]) -> Snapshot:
     """Rebuild a machine snapshot sent by another worker (the same class, forked)."""
-    return _snapshot_classes()[key](values)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        _CLASSES.update(_snapshot_classes())
+        cls = _CLASSES[key]
+    return cls(values)
 
 
 def _snapshot_classes() -> dict[int, type[Snapshot]]:
