@@ -16,6 +16,14 @@ level (as one process would) and rebuilds its trace from the parents the
 workers keep, by replay. A worker's model error is replayed the same way,
 so it reads as one process's error, trace included.
 
+Where one process stops part-way through a level, the workers stop at its
+end: with ``stop_on_violation`` they may report more violations than one
+process (each with a shortest trace) and more states; ``max_states`` is
+shared out among them level by level, so the states kept under the bound
+are not the same ones; of several equally short counterexamples they may
+report another one. Partial-order reduction does not run on several
+workers yet (refused).
+
 Workers are forked (they share the loaded system and the per-process hash
 secret the symmetry canonicalizer relies on), so this needs the ``fork``
 start method: Linux, or macOS where it is still offered.
