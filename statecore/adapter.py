@@ -17,12 +17,11 @@ live next to the models and import their heavy dependencies themselves.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .definition import Machine
 from .errors import StatecoreError
@@ -149,8 +148,7 @@ class Baton:
     Whose turn it is lives in `_turn`; each side wakes the other through a
     lock used as a binary semaphore (a handoff is one release and one
     acquire, cheaper than a condition variable), and re-checks `_turn` after
-    waking, so a wake-up left over from a timed-out wait is ignored. Calls
-    run on pooled threads (`_Worker`): a call costs no thread start.
+    waking, so a wake-up left over from a timed-out wait is ignored.
     """
 
     def __init__(self, timeout: float = 10.0) -> None:
@@ -183,17 +181,18 @@ class Baton:
         self._error = None
         self._result = None
 
-        def work(idle: Callable[[], None]) -> None:
+        def work() -> None:
             try:
                 self._result = fn()
             except BaseException as exc:  # handed to the main thread by result()
                 self._error = exc
-            idle()  # before handing back: the next call can take this thread
             self._done = True
             self._hand_to("main")
 
         self._turn = "worker"
-        _Worker.run(work)
+        # A new thread per call, as ever: code that keeps per-thread state
+        # (threading.local) sees no state a previous call left.
+        threading.Thread(target=work, daemon=True, name="statecore-baton").start()
         self._wait_for("main")
         return self.parked_at
 
@@ -272,58 +271,6 @@ class _Signal:
 
     def wait(self, timeout: float) -> bool:
         return self._lock.acquire(timeout=timeout)
-
-
-class _Worker:
-    """A thread that runs one `Baton` call after another, so a call costs no thread start.
-
-    A call that never finishes (a `Deadlock`) keeps its thread; every other
-    thread goes back to the idle pool when its call returns.
-    """
-
-    _idle: ClassVar[list[_Worker]] = []
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self) -> None:
-        self._go = _Signal()
-        self._job: Callable[[Callable[[], None]], None] | None = None
-        thread = threading.Thread(target=self._loop, daemon=True, name="statecore-baton")
-        thread.start()
-
-    @classmethod
-    def run(cls, job: Callable[[Callable[[], None]], None]) -> None:
-        """Run `job` on an idle worker (a new one if none is idle); do not wait for it.
-
-        `job` is given the function that puts its worker back in the pool; it
-        calls it once it will do no more work.
-        """
-        with cls._lock:
-            worker = cls._idle.pop() if cls._idle else None
-        if worker is None:
-            worker = cls()
-        worker._job = job
-        worker._go.set()
-
-    def _loop(self) -> None:
-        while True:
-            self._go.wait(-1)
-            job, self._job = self._job, None
-            if job is not None:
-                job(self._idle_again)
-
-    def _idle_again(self) -> None:
-        with self._lock:
-            self._idle.append(self)
-
-    @classmethod
-    def _forget(cls) -> None:
-        """In a forked child: the pool's threads did not come along."""
-        cls._idle = []
-        cls._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):  # a fork (fuzz --workers) starts with an empty pool
-    os.register_at_fork(after_in_child=_Worker._forget)
 
 
 class SystemAdapter(Adapter):

@@ -191,10 +191,10 @@ class _ThreadedSelf(SystemAdapter):
         self.baton.result()
 
 
-def test_baton_threads_of_the_parent_are_not_used_in_a_forked_worker(tmp_path: Path) -> None:
+def test_a_threaded_adapter_runs_in_forked_workers(tmp_path: Path) -> None:
     from statecore.fuzzing.workers import fuzz_workers
 
-    warm = Baton()  # leaves an idle pooled thread behind, which a fork does not copy
+    warm = Baton()  # the parent has run a call: its threads do not come along a fork
     assert warm.start(lambda: None) is None
     report = fuzz_workers(
         CHUNK_TRANSFER,
@@ -206,6 +206,25 @@ def test_baton_threads_of_the_parent_are_not_used_in_a_forked_worker(tmp_path: P
     )
     assert report.ok, [f.detail for f in report.findings]
     assert all(w.steps > 0 for w in report.workers)
+
+
+def test_each_baton_call_runs_on_a_fresh_thread() -> None:
+    """Per-thread state an implementation keeps (threading.local) never leaks into the next call."""
+    import threading
+
+    local = threading.local()
+    baton = Baton(timeout=5)
+    seen: list[object] = []
+
+    def call() -> None:
+        seen.append(getattr(local, "mark", None))
+        local.mark = "left by an earlier call"
+        baton.park("midway")
+
+    for _ in range(3):
+        assert baton.start(call) == "midway"
+        assert baton.resume() is None
+    assert seen == [None, None, None]
 
 
 def test_an_adapter_that_cannot_run_in_a_worker_is_one_line(tmp_path: Path) -> None:
