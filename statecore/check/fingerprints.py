@@ -156,7 +156,7 @@ class FingerprintStore:
         partitions: int = 1,
     ) -> None:
         self.system = system
-        self.fingerprint = Fingerprinter(bits)
+        self.fingerprint: Callable[[Hashable], int] = Fingerprinter(bits)
         self.canon = canon
         self.step_monitors = step_monitors
         self.partition = partition

@@ -41,7 +41,7 @@ import signal
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -66,6 +66,15 @@ _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 def partition_of(fp: int, partitions: int) -> int:
     """The worker that owns fingerprint `fp` (bits the visited table does not index by)."""
     return (fp >> 40) % partitions
+
+
+def process_hash(node: Hashable) -> int:
+    """Where full states are kept, a node's route: its hash, the same in every forked worker.
+
+    The nodes themselves decide membership, so a hash collision costs
+    nothing; and it is cheaper than a fingerprint.
+    """
+    return hash(node) & ROOT or 1
 
 
 def parallel_search(
@@ -258,6 +267,8 @@ class _Worker:
             partition=me,
             partitions=search.workers,
         )
+        if not search.fingerprints:
+            store.fingerprint = process_hash
         self.part = Partition(store, exact=not search.fingerprints)
         self.explorer.parents = self.part
         self.findings: list[_Finding] = []
@@ -417,6 +428,8 @@ class ParallelSearch:
         self.replayer = FingerprintStore(
             system, fingerprints or 64, self.judge._canon, self.judge._step_monitors
         )
+        if not fingerprints:
+            self.replayer.fingerprint = process_hash
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         self.states = 0
