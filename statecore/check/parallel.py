@@ -32,9 +32,7 @@ start method: Linux, or macOS where it is still offered.
 from __future__ import annotations
 
 import contextlib
-import copyreg
 import gc
-import io
 import multiprocessing
 import pickle
 import signal
@@ -46,7 +44,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..definition import Snapshot
 from ..properties import Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, VIOLATED, PropertyResult
@@ -54,6 +51,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
+from .transfer import dumps
 
 __all__ = ["ParallelSearch", "parallel_search", "partition_of"]
 
@@ -93,47 +91,6 @@ def parallel_search(
         return ParallelSearch(explorer, workers, *args)
 
     return make
-
-
-# -- moving nodes between processes ----------------------------------------------
-
-
-_CLASSES: dict[int, type[Snapshot]] = {}  # this process's snapshot classes, by id
-
-
-def _snapshot(key: int, values: tuple[Any, ...]) -> Snapshot:
-    """Rebuild a machine snapshot sent by another worker (the same class, forked)."""
-    cls = _CLASSES.get(key)
-    if cls is None:
-        _CLASSES.update(_snapshot_classes())
-        cls = _CLASSES[key]
-    return cls(values)
-
-
-def _snapshot_classes() -> dict[int, type[Snapshot]]:
-    found: dict[int, type[Snapshot]] = {}
-    stack = [Snapshot]
-    while stack:
-        for sub in stack.pop().__subclasses__():
-            found[id(sub)] = sub
-            stack.append(sub)
-    return found
-
-
-def _reduce_snapshot(snap: Snapshot) -> tuple[Callable[..., Snapshot], tuple[int, tuple[Any, ...]]]:
-    return _snapshot, (id(type(snap)), tuple(snap))
-
-
-def _dumps(items: list[tuple[Node, int, int, int]]) -> bytes:
-    """Pickle successors; a machine's snapshot class is built at run time, so it goes by id."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
-    table = dict(copyreg.dispatch_table)
-    for cls in _snapshot_classes().values():
-        table[cls] = _reduce_snapshot
-    pickler.dispatch_table = table
-    pickler.dump(items)
-    return buffer.getvalue()
 
 
 # -- one worker's share of the visited set ---------------------------------------------
@@ -366,7 +323,7 @@ class _Worker:
             if owner != self.me:
                 try:
                     for start in range(0, len(items), _BATCH):
-                        self.inboxes[owner].put((self.me, _dumps(items[start : start + _BATCH])))
+                        self.inboxes[owner].put((self.me, dumps(items[start : start + _BATCH])))
                 except Exception as exc:
                     failure = exc
                 self.inboxes[owner].put((self.me, b""))  # the end of this level, always
