@@ -1,0 +1,340 @@
+"""One worker's share of a partitioned search, whatever carries nodes between workers.
+
+A worker owns the nodes whose fingerprint falls in its partition: it keeps
+their visited set (`Partition`), expands them one depth level at a time, and
+sends every successor it does not own to its owner, which deduplicates it
+and judges it (`Share`). The worker runs the one-process explorer's own code
+on its nodes; only where a finding is reported does it differ, noting the
+node's reference instead of building a trace (the coordinator rebuilds it).
+
+What carries the successors is the caller's: `Share` puts messages in the
+other workers' inboxes and reads its own (queues between forked processes in
+`statecore.check.parallel`, actor calls on a Ray cluster in
+`statecore.check.ray_search`). A message is ``(sender, index, batch)``, or
+``(sender, count, None)`` once a sender has sent its `count` batches of a
+level; batches are read in sender and index order, so the order in which
+they arrive does not matter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..properties import Property
+from ..system import ActionLabel, System
+from ..traces.judge import VIOLATED, PropertyResult
+from ..traces.trace import Trace
+from .fingerprints import ROOT, FingerprintStore
+from .symmetry_guard import Asymmetry
+from .transfer import dumps, loads
+
+__all__ = [
+    "Finding",
+    "LevelReport",
+    "Partition",
+    "Plan",
+    "Share",
+    "partition_of",
+    "process_hash",
+]
+
+Node = tuple[Any, ...]
+Item = tuple[Node, int, int, int]  # a successor sent to its owner: node, fp, parent, action
+_BATCH = 20_000  # successors sent to another worker in one message at most
+_MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
+
+
+def partition_of(fp: int, partitions: int) -> int:
+    """The worker that owns fingerprint `fp` (bits the visited table does not index by)."""
+    return (fp >> 40) % partitions
+
+
+def process_hash(node: Hashable) -> int:
+    """Where full states are kept, a node's route: its hash, the same in every forked worker.
+
+    The nodes themselves decide membership, so a hash collision costs
+    nothing; and it is cheaper than a fingerprint.
+    """
+    return hash(node) & ROOT or 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every worker of one search is told: the system and how to search it.
+
+    `stable_routes`: route full states by their fingerprint, the same in
+    every process, where the workers are not forked from one process.
+    """
+
+    explorer_class: type
+    system: System
+    properties: tuple[Property, ...] | None
+    symmetry: bool
+    max_memory: int | None
+    workers: int
+    fingerprints: int
+    stable_routes: bool = False
+
+
+class Inbox(Protocol):
+    def put(self, message: tuple[int, int, bytes | None]) -> None: ...
+
+    def get(self) -> tuple[int, int, bytes | None]: ...
+
+
+# -- one worker's share of the visited set ---------------------------------------------
+
+
+class Partition:
+    """A worker's visited set, answering the explorer's ``parents`` questions.
+
+    A successor this worker owns is added at once; one it does not is queued
+    for its owner (once per level) and reported as already seen, so the
+    explorer neither queues nor judges it. `exact` keeps the nodes too (a
+    dict beside the fingerprints), for results that do not depend on hashes.
+    """
+
+    def __init__(self, store: FingerprintStore, exact: bool) -> None:
+        self.store = store
+        self.me = store.partition
+        self.workers = store.partitions
+        self.nodes: dict[Node, int] | None = {} if exact else None
+        self.outbox: list[list[Item]] = [[] for _ in range(self.workers)]
+        self.sent: set[int] = set()
+        self.quota: int | None = None  # new nodes this level may still add
+        self.turned_away = False
+        self.boundary = 0  # the index of this level's first new node
+        self._parent: object = None
+        self._parent_ref = ROOT
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __contains__(self, node: Node) -> bool:
+        fp = self.store.fingerprint(node)
+        if partition_of(fp, self.workers) != self.me:
+            return True  # another worker's: not this one's to add
+        return self.index(node, fp) >= 0
+
+    def __setitem__(self, node: Node, entry: tuple[Node, ActionLabel] | None) -> None:
+        self.setdefault(node, entry)
+
+    def setdefault(
+        self, node: Node, entry: tuple[Node, ActionLabel] | None
+    ) -> tuple[Node, ActionLabel] | None:
+        fp = self.store.fingerprint(node)
+        parent, action = ROOT, 0
+        if entry is not None:
+            parent, action = self.ref_of(entry[0]), self.store.action_of(entry[1])
+        owner = partition_of(fp, self.workers)
+        if owner != self.me:
+            if fp not in self.sent:
+                self.sent.add(fp)
+                self.outbox[owner].append((node, fp, parent, action))
+            return None
+        return entry if self.insert(node, fp, parent, action) else None
+
+    def index(self, node: Node, fp: int) -> int:
+        if self.nodes is not None:
+            return self.nodes.get(node, -1)
+        return self.store.find(fp)
+
+    def insert(self, node: Node, fp: int, parent: int, action: int) -> bool:
+        """Add `node` if new and the quota allows; whether it was added."""
+        if self.index(node, fp) >= 0:
+            return False
+        if self.quota is not None:
+            if self.quota <= 0:
+                self.turned_away = True
+                return False
+            self.quota -= 1
+        index = self.store.add(fp, parent, action)
+        if self.nodes is not None:
+            self.nodes[node] = index
+        return True
+
+    def ref_of(self, node: object) -> int:
+        """The reference of this worker's visited `node`: index * workers + worker."""
+        if node is not self._parent:
+            index = self.index(node, self.store.fingerprint(node))  # type: ignore[arg-type]
+            assert index >= 0, "a parent is visited before its successors"
+            self._parent_ref = index * self.workers + self.me
+            self._parent = node
+        return self._parent_ref
+
+
+@dataclass
+class Finding:
+    """A property settled, or a monitor refusal held back, on a worker: no trace yet."""
+
+    prop: str
+    verdict: str
+    detail: str
+    ref: int
+    last: ActionLabel | None
+    length: int  # the steps of its trace
+
+
+@dataclass
+class LevelReport:
+    worker: int
+    states: int = 0
+    new: int = 0
+    transitions: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    when_seen: set[str] = field(default_factory=set)
+    quiescent_seen: bool = False
+    turned_away: bool = False
+    out_of_memory: bool = False
+    store_bytes: int = 0
+    error: tuple[str, str, int] | None = None  # (kind, message, reference)
+
+
+class Share:
+    """One worker's side of the search: expand its nodes, exchange, report."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        me: int,
+        inboxes: Sequence[Inbox],
+        codec: tuple[Callable[[Any], bytes], Callable[[bytes], Any]] = (dumps, loads),
+    ) -> None:
+        self.me = me
+        self.inboxes = inboxes
+        self.dumps, self.loads = codec
+        self.system = plan.system
+        share = None if plan.max_memory is None else plan.max_memory // plan.workers
+        self.explorer: Any = plan.explorer_class(
+            plan.system, plan.properties, plan.symmetry, None, share, False, None
+        )
+        store = FingerprintStore(
+            plan.system,
+            plan.fingerprints or 64,
+            self.explorer._canon,
+            self.explorer._step_monitors,
+            partition=me,
+            partitions=plan.workers,
+        )
+        if not plan.fingerprints and not plan.stable_routes:
+            store.fingerprint = process_hash
+        self.part = Partition(store, exact=not plan.fingerprints)
+        self.explorer.parents = self.part
+        self.findings: list[Finding] = []
+        self.frontier: list[Node] = []  # the nodes of the level to expand next
+        self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
+        setattr(self.explorer, "_trace", self._note)  # noqa: B010
+
+    def _note(
+        self, node: Node, last: ActionLabel | None, prop: Property | None, verdict: str, detail: str
+    ) -> Trace:
+        """The explorer's `_trace` on a worker: note the finding, return an empty trace."""
+        ref = self.part.ref_of(node)
+        depth = self.base + (1 if ref // self.part.workers >= self.part.boundary else 0)
+        pid = "" if prop is None else prop.id
+        if prop is not None:
+            self.findings.append(
+                Finding(pid, verdict, detail, ref, last, depth + (last is not None))
+            )
+        return Trace(self.system.name, (), pid, verdict, detail)
+
+    def entry(self, ref: int) -> tuple[int, int, int]:
+        """``(fingerprint, parent reference, action index)`` of this worker's node `ref`."""
+        return self.part.store.entry(ref // self.part.workers)
+
+    def level(self, command: str, quota: int | None, settled: dict[str, str]) -> LevelReport:
+        """The initial nodes (``init``) or the next level: expand, exchange, judge; its report."""
+        part, explorer = self.part, self.explorer
+        props = {p.id: p for p in explorer.props}
+        for pid, verdict in settled.items():
+            if pid not in explorer.results:
+                explorer._settle(PropertyResult(props[pid], verdict, None, ""))
+        part.quota, part.turned_away, part.boundary = quota, False, len(part)
+        report = LevelReport(self.me)
+        deeper: list[Node] = []
+        current: Node | None = None
+        stage = "init"
+        try:
+            if command == "init":
+                deeper = explorer._initial_nodes()
+            else:
+                self.base += 1
+                stage = "expand"
+                try:
+                    for index, current in enumerate(self.frontier):
+                        explorer._expand(current, deeper)
+                        if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
+                            report.out_of_memory = True
+                            break
+                except Exception:
+                    with contextlib.suppress(Exception):
+                        self._exchange()  # the other workers wait for this one's successors
+                    raise
+                stage = "exchange"
+                received = self._exchange()
+                stage = "state"
+                for current in received:
+                    if part.insert(*current):
+                        deeper.append(current[0])
+                        if explorer.state_props:
+                            explorer._check_state(current[0])
+                current = None
+                for pid, (_, node, action, detail) in explorer.refusals.items():
+                    ref, length = part.ref_of(node), self.base + 1
+                    self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length))
+                explorer.refusals.clear()
+        except Asymmetry as exc:
+            report.error = ("asymmetry", exc.reason, 0)
+        except Exception:
+            node = current[0] if isinstance(current, tuple) and stage == "state" else current
+            ref = ROOT if node is None else part.ref_of(node)
+            report.error = (stage, traceback.format_exc(), ref)
+        self.frontier = deeper
+        report.states, report.new = len(part), len(deeper)
+        report.transitions = explorer.transitions
+        report.findings, self.findings = self.findings, []
+        report.when_seen = set(explorer.when_seen)
+        report.quiescent_seen = explorer.quiescent_seen
+        report.turned_away = part.turned_away
+        report.store_bytes = part.store.nbytes
+        return report
+
+    def _exchange(self) -> list[Item]:
+        """Send every queued successor to its owner; the ones sent here, in worker order."""
+        part = self.part
+        failure: Exception | None = None
+        for owner, items in enumerate(part.outbox):
+            if owner != self.me:
+                sent = 0
+                try:
+                    for start in range(0, len(items), _BATCH):
+                        batch = self.dumps(items[start : start + _BATCH])
+                        self.inboxes[owner].put((self.me, sent, batch))
+                        sent += 1
+                except Exception as exc:
+                    failure = exc
+                self.inboxes[owner].put((self.me, sent, None))  # the end of this level, always
+        part.outbox = [[] for _ in range(part.workers)]
+        part.sent = set()
+        received: dict[int, dict[int, bytes]] = {w: {} for w in range(part.workers)}
+        expected: dict[int, int] = {}
+        while len(expected) < part.workers - 1 or any(
+            len(received[w]) < count for w, count in expected.items()
+        ):
+            sender, index, payload = self.inboxes[self.me].get()
+            if payload is None:
+                expected[sender] = index
+            else:
+                received[sender][index] = payload
+        if failure is not None:
+            raise failure
+        return [
+            item
+            for w in sorted(received)
+            for _, data in sorted(received[w].items())
+            for item in self.loads(data)
+        ]
