@@ -215,8 +215,8 @@ def watermark_machine(
     return _machine(segments, max_tokens, save_fields, segment_ends, stamps if stamp else ([], []))
 
 
-def runtime_watermark_machine() -> Machine:
-    """The watermark a running adapter keeps: `watermark_machine`, for unbounded counts.
+def unbounded_watermark_machine() -> Machine:
+    """`watermark_machine` for the unbounded counts a running adapter sees.
 
     The generations and token counts a server sees have no bound, so the
     ``save`` event's ``generation`` and ``confirmed`` are typed ``int`` fields
@@ -225,7 +225,9 @@ def runtime_watermark_machine() -> Machine:
     counter, #6816). One event more than the checked systems drive:
     ``rebuild_prompt``, the scheduler's ``requests_num_chunks_sent.pop(ext)``
     when it rebuilds a streaming prompt (MIX:202, MIX:313, AR:903), which the
-    checked systems fold into the segment end that precedes it.
+    checked systems fold into the segment end that precedes it. A running
+    adapter keeps it as `statecore.models.segment_watermark_runtime` splits
+    it: presence in a machine whose fires are remembered, counts beside it.
     """
     segments, max_tokens = 3, 6
     save_fields = [

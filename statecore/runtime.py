@@ -151,7 +151,8 @@ class Instance:
     @property
     def state(self) -> str:
         """The name of the current control state."""
-        return str(self._node.snapshot[0])
+        state: str = self._node.snapshot[0]
+        return state
 
     @property
     def is_final(self) -> bool:

@@ -9,13 +9,27 @@ reference model in ``tests/test_vllm_checked.py`` (the ``vllm`` tox env).
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from statecore.models import segment_watermark_runtime as runtime
 from statecore.models.implementations.checked_sender import (
+    WATERMARK,
     GenerationPayloads,
     SenderGeneration,
     Watermarks,
 )
-from statecore.models.segment_watermark import runtime_watermark_machine, watermark_machine
+from statecore.models.segment_watermark import (
+    KINDS,
+    unbounded_watermark_machine,
+    watermark_machine,
+)
+from statecore.models.segment_watermark_runtime import Counts
+
+from statecore import FireError, Instance, Snapshot, step
 
 # -- SenderGeneration ---------------------------------------------------------------
 
@@ -61,11 +75,83 @@ def test_the_flags_cannot_be_assigned_by_hand() -> None:
 # -- Watermarks -----------------------------------------------------------------------
 
 
-def test_the_runtime_watermark_has_the_checked_transitions() -> None:
-    checked = {t.name for t in watermark_machine().transitions}
-    runtime = {t.name for t in runtime_watermark_machine().transitions}
-    assert runtime - checked == {"open--rebuild_prompt-->(same)"}
-    assert checked - runtime == set()
+UNBOUNDED = unbounded_watermark_machine()
+
+
+def test_the_runtime_watermark_has_the_checked_transitions_in_order() -> None:
+    checked = [t.name for t in watermark_machine().transitions]
+    unbounded = [t.name for t in UNBOUNDED.transitions]
+    assert [name for name in unbounded if name not in checked] == ["open--rebuild_prompt-->(same)"]
+    assert [name for name in unbounded if name in checked] == checked
+    assert [t.name for t in WATERMARK.transitions] == unbounded
+
+
+def as_snapshot(counts: Counts) -> Snapshot:
+    return UNBOUNDED.snapshot_class(("open", counts.expected, counts.sent))
+
+
+def presence(counts: Counts) -> Snapshot:
+    has = (counts.expected is not None, counts.sent is not None)
+    return WATERMARK.snapshot_class(("open", *has))
+
+
+def assert_runs_as_checked(counts: Counts, event: str, payload: dict[str, Any]) -> None:
+    """The runtime pair (presence machine + counts) takes the checked machine's step."""
+    checked = step(UNBOUNDED, as_snapshot(counts), event, payload)
+    mark = Instance(WATERMARK, presence(counts))
+    outcome, after = runtime.fire(mark, counts, event, **payload)
+    assert (outcome.status, outcome.transition, outcome.outputs) == (
+        checked.status,
+        checked.transition and UNBOUNDED_TO_RUNTIME[checked.transition.name],
+        checked.outputs,
+    )
+    assert as_snapshot(after) == checked.snapshot
+    assert mark.snapshot == presence(after)
+
+
+UNBOUNDED_TO_RUNTIME = {t.name: t for t in WATERMARK.transitions}
+COUNTS = [Counts(e, s) for e, s in itertools.product([None, *range(5)], repeat=2)]
+
+
+def test_the_runtime_watermark_runs_as_the_checked_one_on_every_bounded_case() -> None:
+    for counts in COUNTS:
+        for event in ("clear", "rebuild_prompt"):
+            assert_runs_as_checked(counts, event, {})
+        for kind, generation, confirmed, counter in itertools.product(
+            KINDS, range(6), range(6), (False, True)
+        ):
+            payload = {
+                "kind": kind,
+                "generation": generation,
+                "confirmed": confirmed,
+                "counter": counter,
+            }
+            assert_runs_as_checked(counts, "save", payload)
+
+
+COUNT = st.integers(-(2**70), 2**70)
+
+
+@given(
+    counts=st.builds(Counts, st.none() | COUNT, st.none() | COUNT),
+    kind=st.sampled_from(KINDS),
+    generation=COUNT,
+    confirmed=COUNT,
+    counter=st.booleans(),
+)
+def test_the_runtime_watermark_runs_as_the_checked_one_at_any_count(
+    counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
+) -> None:
+    payload = {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter}
+    assert_runs_as_checked(counts, "save", payload)
+
+
+def test_a_count_that_is_not_an_int_is_refused_as_the_checked_machine_refuses_it() -> None:
+    payload = {"kind": "chunk", "generation": 0, "confirmed": 1.5, "counter": True}
+    with pytest.raises(FireError):
+        step(UNBOUNDED, as_snapshot(Counts()), "save", payload)
+    with pytest.raises(FireError, match=r"confirmed=1\.5"):
+        runtime.fire(Instance(WATERMARK), Counts(), "save", **payload)
 
 
 def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() -> None:

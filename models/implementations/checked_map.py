@@ -68,7 +68,7 @@ FIRED_BY: Mapping[tuple[str, str], Site] = {
         "CTA:1034-1035 pop _segment_generation and requests_num_chunks_sent",
     ),
     ("segment_watermark", "rebuild_prompt"): Site(
-        "_TokenView.pop",
+        "Watermarks.rebuild_prompt",
         (),
         "MIX:202, MIX:313, AR:903 the scheduler's requests_num_chunks_sent.pop(ext)",
     ),

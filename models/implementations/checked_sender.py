@@ -11,10 +11,11 @@ Here each of those is the state of an `Instance` of a machine that
   ``sender_generation`` instance, and only that machine's events change them;
   it also records which request opened it (`SenderGeneration.owner`).
 * `Watermarks` - ``_segment_generation[ext]`` and
-  ``requests_num_chunks_sent[ext]`` are the variables of one
-  ``segment_watermark`` instance per id (the runtime form, for unbounded
-  counts); `Watermarks.generations` and `Watermarks.tokens` are read-only
-  dict views for the code that reads those attributes.
+  ``requests_num_chunks_sent[ext]`` are the counts of one
+  ``segment_watermark`` per id, kept as its runtime form splits it
+  (`statecore.models.segment_watermark_runtime`: presence in a machine,
+  counts beside it); `Watermarks.generations` and `Watermarks.tokens` are
+  read-only dict views for the code that reads those attributes.
 * `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
   can be written only while that id's ``request_state`` generation is live:
   a stale processor can never recreate state after cleanup, and a request
@@ -28,13 +29,14 @@ module is tested without vLLM.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from statecore import Instance, Outcome
 
+from .. import segment_watermark_runtime as watermark
 from ..request_state_machines import request_state_machine
-from ..segment_watermark import runtime_watermark_machine
+from ..segment_watermark_runtime import ABSENT, Counts, presence_machine
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
@@ -47,7 +49,7 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 SENDER_GENERATION = sender_generation_machine()
-WATERMARK = runtime_watermark_machine()
+WATERMARK = presence_machine()
 PAYLOAD_NAMESPACE = "request_payload"
 """The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
 REQUEST_STATE = request_state_machine((PAYLOAD_NAMESPACE,))
@@ -65,17 +67,18 @@ class SenderGeneration:
     cleanup, which no property depends on.
     """
 
-    __slots__ = ("machine", "num_puts", "owner", "terminal_sent")
+    __slots__ = ("fire", "machine", "num_puts", "owner", "terminal_sent")
+
+    fire: Callable[..., Outcome]
+    """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine
+    (the instance's own ``fire``: the save thread calls it twice per chunk)."""
 
     def __init__(self, owner: str) -> None:
         self.machine = Instance(SENDER_GENERATION)
+        self.fire = self.machine.fire
         self.owner = owner  # the internal id of the request whose save opened it
         self.num_puts = 0
         self.terminal_sent = False
-
-    def fire(self, event: str, /, **payload: Any) -> Outcome:
-        """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine."""
-        return self.machine.fire(event, **payload)
 
     @property
     def state(self) -> str:
@@ -109,17 +112,20 @@ class SenderGeneration:
 class Watermarks:
     """``save_async``'s admission state per external id: one ``segment_watermark`` each.
 
-    An id has an instance from its first save until ``clear``; absent, both
-    watermarks read as absent, as 0.30.0's popped dict entries do.
+    An id has an instance of the presence machine and its `Counts` from its
+    first save until ``clear`` (`statecore.models.segment_watermark_runtime`
+    says why the counts live beside the machine); absent, both watermarks
+    read as absent, as 0.30.0's popped dict entries do.
     """
 
-    __slots__ = ("_marks", "generations", "tokens")
+    __slots__ = ("_counts", "_marks", "generations", "tokens")
 
     def __init__(self) -> None:
         self._marks: dict[str, Instance] = {}
-        self.generations: Mapping[str, int] = _WatermarkView(self._marks, "expected")
+        self._counts: dict[str, Counts] = {}
+        self.generations: Mapping[str, int] = _WatermarkView(self._counts, 0)
         """``_segment_generation``: the next segment generation a save may carry."""
-        self.tokens: Mapping[str, int] = _TokenView(self._marks)
+        self.tokens: Mapping[str, int] = _TokenView(self, self._counts)
         """``requests_num_chunks_sent``: the confirmed tokens already queued."""
 
     def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
@@ -127,8 +133,14 @@ class Watermarks:
         mark = self._marks.get(ext)
         if mark is None:
             mark = self._marks[ext] = Instance(WATERMARK)
-        outcome = mark.fire(
-            "save", kind=kind, generation=generation, confirmed=confirmed, counter=counter
+        outcome, self._counts[ext] = watermark.fire(
+            mark,
+            self._counts.get(ext, ABSENT),
+            "save",
+            kind=kind,
+            generation=generation,
+            confirmed=confirmed,
+            counter=counter,
         )
         [output] = outcome.outputs
         return "admitted" if output.name == "admitted" else str(output.get("reason"))
@@ -137,36 +149,34 @@ class Watermarks:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
         mark = self._marks.get(ext)
         if mark is not None:
-            mark.fire("rebuild_prompt")
+            _, self._counts[ext] = watermark.fire(mark, self._counts[ext], "rebuild_prompt")
 
     def clear(self, ext: str) -> None:
         """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
         mark = self._marks.pop(ext, None)
         if mark is not None:
-            mark.fire("clear")
+            watermark.fire(mark, self._counts.pop(ext), "clear")
 
 
 class _WatermarkView(Mapping[str, int]):
-    """One watermark variable of every id, as the read-only dict 0.30.0 code reads."""
+    """One watermark of every id (`Counts` field `index`), as the read-only dict 0.30.0 reads."""
 
-    __slots__ = ("_marks", "_var")
+    __slots__ = ("_counts", "_index")
 
-    def __init__(self, marks: dict[str, Instance], var: str) -> None:
-        self._marks = marks
-        self._var = var
+    def __init__(self, counts: dict[str, Counts], index: int) -> None:
+        self._counts = counts
+        self._index = index
 
     def __getitem__(self, ext: str) -> int:
-        mark = self._marks.get(ext)
-        value = None if mark is None else getattr(mark.snapshot, self._var)
+        counts = self._counts.get(ext)
+        value = None if counts is None else counts[self._index]
         if value is None:
             raise KeyError(ext)
-        return int(value)
+        return value
 
     def __iter__(self) -> Iterator[str]:
-        var = self._var
-        return iter(
-            [e for e, m in list(self._marks.items()) if getattr(m.snapshot, var) is not None]
-        )
+        index = self._index
+        return iter([e for e, c in list(self._counts.items()) if c[index] is not None])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -175,17 +185,16 @@ class _WatermarkView(Mapping[str, int]):
 class _TokenView(_WatermarkView):
     """``requests_num_chunks_sent``: read-only, but the scheduler may pop an entry."""
 
-    __slots__ = ()
+    __slots__ = ("_marks",)
 
-    def __init__(self, marks: dict[str, Instance]) -> None:
-        super().__init__(marks, "sent")
+    def __init__(self, marks: Watermarks, counts: dict[str, Counts]) -> None:
+        super().__init__(counts, 1)
+        self._marks = marks
 
     def pop(self, ext: str, default: Any = None) -> Any:
         """The scheduler rebuilt a prompt (MIX:202, MIX:313, AR:903): ``rebuild_prompt``."""
         value = self.get(ext, default)
-        mark = self._marks.get(ext)
-        if mark is not None:
-            mark.fire("rebuild_prompt")
+        self._marks.rebuild_prompt(ext)
         return value
 
 

@@ -1,0 +1,170 @@
+"""The segment watermark a running adapter keeps: presence in a machine, counts beside it.
+
+A server's segment generations and token counts have no bound, so the
+checked ``segment_watermark`` run as it is (`unbounded_watermark_machine`,
+whose variables hold the counts) cannot be remembered: every ``save`` is a
+snapshot never seen before, computed in full on the hot path. Its guards,
+though, only compare counts (``generation < expected``, ``confirmed < sent``)
+and its effects only copy counts from the payload (or ``generation + 1``).
+So a running adapter keeps it in two parts:
+
+* `presence_machine` - the machine it fires: the checked transitions (the
+  same names, outputs and order), with the two comparisons as the payload
+  and, as variables, whether each watermark is present. It has finitely many
+  snapshots and payloads, so every fire after the first is a memo lookup;
+* `Counts` - the counts, written by each transition's own checked effect and
+  compared by the checked guards (`late`, `below_sent`).
+
+`fire` runs one event both ways. Their guards and effects are the
+checked machine's own functions: the presence machine evaluates them on a
+witness (`_witness`) whose counts compare as the payload says. That the
+pair behaves as the checked machine is a test
+(``tests/test_checked_sender.py``): every snapshot and payload of a bound,
+and counts far beyond it, give the same transition, outputs and counts.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from statecore import Event, Field, Instance, Machine, Outcome, Snapshot, State, Transition, Var
+from statecore.errors import FireError
+from statecore.machine_parts import Effect
+
+from .segment_watermark import (
+    BOOL,
+    KINDS,
+    Payload,
+    SaveGuard,
+    below_sent,
+    late,
+    unbounded_watermark_machine,
+)
+
+__all__ = ["ABSENT", "Counts", "fire", "presence_machine"]
+
+
+class Counts(NamedTuple):
+    """One id's watermarks (None: absent), read by the checked guards as a snapshot is."""
+
+    expected: int | None = None
+    """``_segment_generation[ext]``."""
+    sent: int | None = None
+    """``requests_num_chunks_sent[ext]``."""
+
+    def changed(self, changes: Mapping[str, Any]) -> Counts:
+        """These counts with a checked effect's `changes` applied."""
+        return Counts(changes.get("expected", self.expected), changes.get("sent", self.sent))
+
+
+ABSENT = Counts()
+
+_WITNESS = Counts(expected=1, sent=1)
+"""Counts against which a payload's comparisons can be replayed (see `_witness`)."""
+
+_PRESENCE = {"expected": "has_expected", "sent": "has_sent"}
+
+
+def _witness(p: Payload) -> dict[str, Any]:
+    """A save whose counts compare with `_WITNESS` as ``late`` and ``below`` say."""
+    return {
+        "kind": p["kind"],
+        "generation": 0 if p["late"] else 1,
+        "confirmed": 0 if p["below"] else 1,
+        "counter": p["counter"],
+    }
+
+
+def _on_witness(guard: SaveGuard) -> SaveGuard:
+    """The checked `guard`, decided by the comparisons in the payload."""
+
+    @functools.wraps(guard)
+    def decided(s: Snapshot, p: Payload) -> bool:
+        return guard(_WITNESS, _witness(p))  # type: ignore[arg-type]
+
+    return decided
+
+
+def _presence(effect: Effect) -> Effect:
+    """The checked `effect`, reduced to which watermarks it leaves present."""
+
+    @functools.wraps(effect)
+    def present(s: Snapshot, p: Payload) -> dict[str, bool]:
+        changes = effect(_WITNESS, _witness(p) if p else p) or {}  # type: ignore[arg-type]
+        return {_PRESENCE[name]: value is not None for name, value in changes.items()}
+
+    return present
+
+
+UNBOUNDED = unbounded_watermark_machine()
+EFFECTS: dict[str, Effect | None] = {t.name: t.effect for t in UNBOUNDED.transitions}
+"""Each transition's checked effect on the counts, by transition name."""
+
+
+def presence_machine() -> Machine:
+    """`unbounded_watermark_machine` over presence and comparisons (see the module doc)."""
+    events = []
+    for event in UNBOUNDED.events:
+        if event.name == "save":
+            fields = [
+                Field("kind", KINDS),
+                Field("counter", BOOL),
+                Field("late", BOOL),
+                Field("below", BOOL),
+            ]
+            event = Event("save", fields, policy=event.policy, doc=event.doc)
+        events.append(event)
+    transitions = [
+        Transition(
+            t.source,
+            t.event,
+            t.target,
+            guard=None if t.guard is None else _on_witness(t.guard),
+            effect=None if t.effect is None else _presence(t.effect),
+            emit=t.emit,
+            name=t.name,
+        )
+        for t in UNBOUNDED.transitions
+    ]
+    return Machine(
+        "segment_watermark",
+        doc="save_async's admission state for one external id; the counts live beside it",
+        states=[State(s.name, initial=s.initial, doc=s.doc) for s in UNBOUNDED.states],
+        variables=[
+            Var("has_expected", BOOL, False, doc="_segment_generation has an entry"),
+            Var("has_sent", BOOL, False, doc="requests_num_chunks_sent has an entry"),
+        ],
+        events=events,
+        transitions=transitions,
+    )
+
+
+def fire(mark: Instance, counts: Counts, event: str, /, **payload: Any) -> tuple[Outcome, Counts]:
+    """Fire `event` on `mark` (a `presence_machine` instance) and apply it to `counts`.
+
+    A ``save`` carries the checked machine's payload (``kind``, ``generation``,
+    ``confirmed``, ``counter``); the machine is fired with the comparisons.
+    """
+    if event != "save":
+        outcome = mark.fire(event, **payload)
+    else:
+        generation, confirmed = payload["generation"], payload["confirmed"]
+        if not (isinstance(generation, int) and isinstance(confirmed, int)):
+            raise FireError(
+                f"machine 'segment_watermark', event 'save': generation={generation!r} and "
+                f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
+            )
+        outcome = mark.fire(
+            "save",
+            kind=payload["kind"],
+            counter=payload["counter"],
+            late=late(counts, payload),  # type: ignore[arg-type]
+            below=below_sent(counts, payload),  # type: ignore[arg-type]
+        )
+    transition = outcome.transition
+    effect = None if transition is None else EFFECTS[transition.name]
+    if effect is None:
+        return outcome, counts
+    return outcome, counts.changed(effect(counts, payload) or {})  # type: ignore[arg-type]
