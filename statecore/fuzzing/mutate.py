@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -105,6 +106,7 @@ class MutationReport:
     seconds: float
     stale: tuple[str, ...] = field(default=())  # declared equivalents no mutant has
     never_called: tuple[str, ...] = field(default=())  # functions the unmutated run never ran
+    forked: bool = False  # each mutant ran in a child of a process that imported its dependencies
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -191,6 +193,7 @@ def mutate(
     equivalents: Mapping[str, str] | None = None,
     only: Sequence[str] = (),
     on_result: Callable[[int, int, MutantResult], None] | None = None,
+    fork: bool = True,
 ) -> MutationReport:
     """Fuzz every mutant of `functions` of `module` through `adapter` against `target`.
 
@@ -198,7 +201,9 @@ def mutate(
     `max_examples` search examples) of fuzzing; `jobs` processes run at
     once. `equivalents` maps mutant ids to the reason they are equivalent;
     `only` keeps the mutants whose id contains one of its strings. `on_result`
-    is called with (done, total, result) as each mutant finishes.
+    is called with (done, total, result) as each mutant finishes. With `fork`
+    (where the platform has it), each process is a child forked from a server
+    that imported the module's dependencies once (`statecore.fuzzing.mutate_server`).
     """
     started = time.perf_counter()
     filename = module_file(module)
@@ -216,26 +221,28 @@ def mutate(
         "max_examples": max_examples,
         "seed": seed,
     }
-    baseline, wall = _run_worker({**request, "mutant": None}, timeout=None)
-    _check_baseline(baseline, module)
-    fuzz_time = baseline.get("fuzz_seconds", 0.0)
-    timeout = wall + 2 * fuzz_time + GRACE
+    with Runner(request, fork=fork) as runner:
+        baseline, wall = runner.run({**request, "mutant": None}, timeout=None)
+        _check_baseline(baseline, module)
+        fuzz_time = baseline.get("fuzz_seconds", 0.0)
+        timeout = wall + 2 * fuzz_time + GRACE
 
-    done = 0
-    lock = threading.Lock()
+        done = 0
+        lock = threading.Lock()
 
-    def one(mutant: SourceMutant) -> MutantResult:
-        nonlocal done
-        outcome, seconds = _run_worker({**request, "mutant": mutant.id}, timeout=timeout)
-        result = _result(mutant, outcome, seconds, declared.get(mutant.id, ""))
-        with lock:  # one progress line at a time, numbered in the order they finish
-            done += 1
-            if on_result is not None:
-                on_result(done, len(mutants), result)
-        return result
+        def one(mutant: SourceMutant) -> MutantResult:
+            nonlocal done
+            outcome, seconds = runner.run({**request, "mutant": mutant.id}, timeout=timeout)
+            result = _result(mutant, outcome, seconds, declared.get(mutant.id, ""))
+            with lock:  # one progress line at a time, numbered in the order they finish
+                done += 1
+                if on_result is not None:
+                    on_result(done, len(mutants), result)
+            return result
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = tuple(pool.map(one, mutants))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            results = tuple(pool.map(one, mutants))
+        forked = runner.forked
     ids = {m.id for m in source_mutants(filename, functions)}
     stale = tuple(i for i in declared if i not in ids and _in_functions(i, functions))
     called = set(baseline.get("called", ()))
@@ -255,6 +262,7 @@ def mutate(
         time.perf_counter() - started,
         stale,
         never,
+        forked,
     )
 
 
@@ -308,7 +316,115 @@ def _result(
     )
 
 
-def _run_worker(request: dict[str, Any], timeout: float | None) -> tuple[dict[str, Any], float]:
+class Runner:
+    """Runs worker requests in isolated processes: forked children of servers, or fresh ones.
+
+    One fork server per concurrent caller, started on first use. A server that
+    reports the module unforkable (its dependencies import it) switches the
+    runner to a fresh process per request, for good.
+    """
+
+    def __init__(self, request: dict[str, Any], *, fork: bool) -> None:
+        self.request = request
+        self.forked = fork and hasattr(os, "fork")
+        self._idle: queue.SimpleQueue[_ForkServer] = queue.SimpleQueue()
+        self._all: list[_ForkServer] = []
+        self._lock = threading.Lock()
+
+    def run(self, request: dict[str, Any], timeout: float | None) -> tuple[dict[str, Any], float]:
+        """`request`'s outcome, and the wall time of the process that ran it."""
+        if self.forked:
+            server = self._server()
+            try:
+                answer = server.run(request, timeout)
+            finally:
+                self._idle.put(server)
+            if answer is not None:
+                return answer
+            self.forked = False
+        return _run_fresh(request, timeout)
+
+    def _server(self) -> _ForkServer:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            server = _ForkServer(self.request)
+            with self._lock:
+                self._all.append(server)
+            return server
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self._all:
+            server.close()
+
+
+class _ForkServer:
+    """A ``statecore.fuzzing.mutate_server`` process and its answer channel."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed in close
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "statecore.fuzzing.mutate_server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        self._send({"module": request["module"], "filename": request["filename"]})
+
+    def run(
+        self, request: dict[str, Any], timeout: float | None
+    ) -> tuple[dict[str, Any], float] | None:
+        """The outcome and wall time of `request` in a forked child; None if unforkable."""
+        began = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="statecore-mutant-") as scratch:
+            result = Path(scratch) / "result.json"
+            self._send({**request, "result": str(result), "timeout": timeout})
+            line = self.process.stdout.readline() if self.process.stdout else ""
+            if not line:
+                raise StatecoreError(f"the mutant server exited: {self._last_words()}")
+            answer = json.loads(line)
+            if "unforkable" in answer:
+                return None
+            seconds = time.perf_counter() - began
+            if not result.exists():
+                if answer["exit"] == "timeout":
+                    return {"status": TIMEOUT}, seconds
+                raise StatecoreError(
+                    f"the process fuzzing {request['mutant'] or 'the unmutated module'} "
+                    f"exited {answer['exit']}: {self._last_words()}"
+                )
+            outcome: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
+        return outcome, seconds
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def _last_words(self) -> str:
+        self.log.seek(0)
+        lines = self.log.read().strip().splitlines()
+        return lines[-1] if lines else "without a word"
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self.log.close()
+
+
+def _run_fresh(request: dict[str, Any], timeout: float | None) -> tuple[dict[str, Any], float]:
     """Run one request in a fresh process: its outcome, and the process's wall time."""
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="statecore-mutant-") as scratch:

@@ -141,14 +141,18 @@ def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def main() -> int:
-    request = json.load(sys.stdin)
+def write_result(request: dict[str, Any]) -> int:
+    """`run` the request and write its outcome to the request's result path."""
     outcome = run(request)
     partial = request["result"] + ".partial"
     with open(partial, "w", encoding="utf-8") as out:
         json.dump(outcome, out)
     os.replace(partial, request["result"])  # whole or absent, even if the process is killed
     return 0
+
+
+def main() -> int:
+    return write_result(json.load(sys.stdin))
 
 
 if __name__ == "__main__":

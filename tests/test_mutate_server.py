@@ -1,0 +1,144 @@
+"""``statecore mutate``'s fork server: dependencies imported once, each mutant in a forked child.
+
+Forking must not change a verdict: the same mutants give the same results
+forked and in fresh processes; a module that its own dependencies import is
+run in fresh processes instead; a child that outlives its timeout is killed
+and reported as timed out.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_mutate import EQUIVALENT, KILLABLE, MODULE, SURVIVOR
+
+from statecore.fuzzing.mutate import TIMEOUT, Runner, module_file, mutate
+from statecore.fuzzing.mutate_server import dependencies, preload
+
+TARGET, ADAPTER = "request_state_system", "request-state-accessor"
+
+
+def package(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    root = tmp_path / name
+    root.mkdir()
+    for file, text in files.items():
+        (root / file).write_text(textwrap.dedent(text))
+    return root
+
+
+def test_the_dependencies_are_the_imports_run_at_import_time(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        "pkga",
+        {
+            "__init__.py": "",
+            "impl.py": """\
+                import os, json as j
+                from . import helper
+                from .sub.deep import thing
+                from pkga.impl import nothing_of_itself
+                try:
+                    import tomllib
+                except ImportError:
+                    import pkga.fallback
+                if TYPE_CHECKING:
+                    import typing_only
+                def f():
+                    import never_at_import
+                """,
+        },
+    )
+    found = dependencies(str(root / "impl.py"), "pkga.impl")
+    assert found == ["os", "json", "pkga", "pkga.sub.deep", "tomllib"]  # not the fallback
+    init = dependencies(str(root / "__init__.py"), "pkga")
+    assert init == []
+
+
+def test_a_package_is_never_preloaded_through_its_own_submodules(tmp_path: Path) -> None:
+    # `.core` is pkgb.core: importing it would import pkgb, the module under mutation.
+    text = "import os\nfrom .core import x\nfrom . import y\n"
+    root = package(tmp_path, "pkgb", {"__init__.py": text})
+    assert dependencies(str(root / "__init__.py"), "pkgb") == ["os"]
+
+
+def test_a_module_its_dependencies_import_cannot_be_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = package(
+        tmp_path,
+        "pkgc",
+        {"__init__.py": "from . import impl\n", "impl.py": "from pkgc import helper\n"},
+    )
+    (root / "helper.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("pkgc", "pkgc.impl", "pkgc.helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert preload(str(root / "impl.py"), "pkgc.impl") == (
+        "importing its dependencies imports pkgc.impl itself"
+    )
+
+
+def test_an_unforkable_module_runs_in_fresh_processes(tmp_path: Path) -> None:
+    # The server imports json itself: forking would hand every child the unmutated module.
+    request = {
+        "target": TARGET,
+        "adapter": ADAPTER,
+        "module": "json",
+        "filename": module_file("json"),
+        "functions": ["dumps"],
+        "budget": None,
+        "max_examples": 1,
+        "seed": 0,
+        "mutant": None,
+    }
+    with Runner(request, fork=True) as runner:
+        assert runner.forked
+        outcome, _ = runner.run(request, timeout=None)
+        assert not runner.forked
+    assert outcome == {"status": "preloaded"}  # what a fresh process says of json
+
+
+def test_a_child_that_outlives_its_timeout_is_killed_and_timed_out() -> None:
+    request = {
+        "target": TARGET,
+        "adapter": ADAPTER,
+        "module": MODULE,
+        "filename": module_file(MODULE),
+        "functions": ["cleanup"],
+        "budget": 60.0,
+        "max_examples": None,
+        "seed": 0,
+        "mutant": None,
+    }
+    with Runner(request, fork=True) as runner:
+        outcome, seconds = runner.run(request, timeout=0.5)
+        assert runner.forked
+    assert outcome == {"status": TIMEOUT}
+    assert seconds < 30
+
+
+def test_forked_and_fresh_runs_give_the_same_verdicts() -> None:
+    def verdicts(fork: bool) -> tuple[bool, list[tuple[str, str, str, str]]]:
+        report = mutate(
+            TARGET,
+            ADAPTER,
+            MODULE,
+            ["cleanup", "open"],
+            budget=None,
+            max_examples=5,
+            seed=3,
+            equivalents={EQUIVALENT: "logging only"},
+            only=[KILLABLE, EQUIVALENT, SURVIVOR],
+            fork=fork,
+        )
+        rows = [(r.mutant.id, r.status, r.kind, r.property) for r in report.results]
+        return report.forked, rows
+
+    forked, with_fork = verdicts(fork=True)
+    fresh, without = verdicts(fork=False)
+    assert (forked, fresh) == (True, False)
+    assert with_fork == without
+    assert {status for _, status, _, _ in with_fork} == {"killed", "equivalent", "survived"}
