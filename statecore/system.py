@@ -103,6 +103,7 @@ class System:
     _reads: Any = field(init=False, repr=False)
     _slot_index: dict[tuple[str, Hashable], int] = field(init=False, repr=False)
     _global_index: dict[str, int] = field(init=False, repr=False)
+    _places: dict[tuple[str, Hashable], tuple[int, Component]] = field(init=False, repr=False)
     _components: dict[str, Component] = field(init=False, repr=False)
     _actions: dict[str, Action] = field(init=False, repr=False)
     _attempts: tuple[tuple[Action, tuple[tuple[str, Hashable], ...], dict[str, Any]], ...] = field(
@@ -147,6 +148,11 @@ class System:
         )
         setattr_(self, "_global_index", {g.name: i for i, g in enumerate(self.globals)})
         setattr_(self, "_components", {c.name: c for c in self.components})
+        setattr_(
+            self,
+            "_places",
+            {ck: (i, self._components[ck[0]]) for ck, i in self._slot_index.items()},
+        )
         setattr_(self, "_actions", {a.name: a for a in self.actions})
         setattr_(
             self,
@@ -228,6 +234,13 @@ class System:
                 f"system {self.name!r}: component {component!r} has no key {key!r}; "
                 f"keys are {list(comp.key_values)}"
             ) from None
+
+    def place(self, component: str, key: Hashable) -> tuple[int, Component]:
+        """`slot_index` of (`component`, `key`) with the `component` itself, in one lookup."""
+        found = self._places.get((component, key))
+        if found is None:
+            return self.slot_index(component, key), self.component(component)
+        return found
 
     def global_index(self, name: str) -> int:
         """Position of global `name` in `SystemState.values`."""

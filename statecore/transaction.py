@@ -49,6 +49,10 @@ class SystemLayout(Protocol):
 
     def global_field_index(self, name: str) -> int: ...
 
+    def place(self, component: str, key: Hashable) -> tuple[int, Component]:
+        """The slot index of (`component`, `key`) with the component: one lookup for both."""
+        ...
+
     def globals_reader(self) -> Any: ...
 
 
@@ -141,36 +145,27 @@ class Tx(Generic[G]):
         self._values[index] = value  # type: ignore[index]
         self._log.append((~index, _WROTE))
 
-    def _reads(self) -> list[tuple[int, Any]]:
-        """``(location, value)`` of each location of the starting state read, in order.
-
-        Later reads of a location, and reads after writing it, add nothing.
-        """
-        seen: set[int] = set()
-        reads = []
-        for location, value in self._log:
-            if location not in seen:
-                seen.add(location)
-                if value is not _WROTE:
-                    reads.append((location, value))
-        return reads
-
-    def _writes(self) -> tuple[tuple[tuple[int, Slot], ...], tuple[tuple[int, Hashable], ...]]:
-        """The final value of each slot and global written, by index."""
-        written = sorted({location for location, value in self._log if value is _WROTE})
-        slots, values = self._slots, self._values
-        return (
-            tuple([(i, slots[i]) for i in written if i >= 0]),
-            tuple([(~i, values[~i]) for i in written if i < 0]),
-        )
-
     def record(self) -> TxRecord:
-        """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`)."""
-        slot_writes, value_writes = self._writes()
+        """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`).
+
+        One pass over the log: the first entry of a location is a read of
+        the starting state unless it is a write (later reads of a location,
+        and reads after writing it, add nothing).
+        """
+        first: dict[int, Any] = {}
+        written: set[int] = set()
+        for location, value in self._log:
+            if value is _WROTE:
+                written.add(location)
+            if location not in first:
+                first[location] = value
+        reads = tuple([item for item in first.items() if item[1] is not _WROTE])
+        slots, values = self._slots, self._values
+        order = sorted(written)
         return TxRecord(
-            tuple(self._reads()),
-            slot_writes,
-            value_writes,
+            reads,
+            tuple([(i, slots[i]) for i in order if i >= 0]),
+            tuple([(~i, values[~i]) for i in order if i < 0]),
             tuple(self._outputs),
             tuple(self._taken),
             self._whole,
@@ -261,9 +256,9 @@ class Tx(Generic[G]):
         ``(component, key)`` pair reaches whatever generation is live.
         """
         component, key = target[0], target[1]
-        comp = self.system.component(component)
-        index = self.system.slot_index(component, key)
-        slot = self._slot(index)
+        index, comp = self.system.place(component, key)
+        slot = self._slots[index]
+        self._log.append((index, slot))
         if slot.snapshot is None or (
             isinstance(target, Handle) and target.generation != slot.generation
         ):

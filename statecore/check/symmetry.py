@@ -127,6 +127,12 @@ class _Plan:
         kind = type(value)
         if kind in _SCALARS:
             return value
+        if kind is ModelValue:
+            return self.renaming.get(value, value)
+        if kind is Slot:
+            snap = value[1]
+            if snap is None or type(snap)._plain:
+                return value  # no id inside: not worth a cache entry
         cache = self.cache
         # A record (a NamedTuple) equals the plain tuple of its items: key it
         # by its type too, or a renamed record could come back as a tuple.
@@ -227,6 +233,17 @@ class Canonicalizer:
             self._others = [plan for plan in plans if not plan.identity]
         slots = node[0].slots
         return [(plan.renaming, plan.apply(node, plan.slots(slots))) for plan in self._others]
+
+    def plan_of(self, renaming: Renaming) -> _Plan:
+        """The plan (cached renames of values and slots) of `renaming`, one of `renamings`."""
+        # Position j of an order names the id that gets the j-th name.
+        source = {renaming.get(v, v): v for keys in self.groups for v in keys.values}
+        combo = tuple(
+            tuple(keys.values.index(source[v]) for v in keys.values) for keys in self.groups
+        )
+        plan = self._plan(combo)
+        assert all(plan.renaming[k] == renaming.get(k, k) for k in plan.renaming)
+        return plan
 
     def _options_for(self, slots: tuple[Slot, ...]) -> list[tuple[_Plan, tuple[Slot, ...]]]:
         """The renamings the signatures of `slots` leave to try, with the slots each makes."""

@@ -38,6 +38,8 @@ from ..system import ActionLabel, ModelValue, System, SystemState
 from .stepcache import ActionFault, Run, run_attempt
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 
+_CHECKED_LIMIT = 1 << 20  # checked runs remembered at most (forgetting one costs a check)
+
 # A monitor step as the guard sees it: (monitor states, outputs) -> (after, refused ids).
 MonitorStep = Callable[
     [tuple[Hashable, ...], tuple[Hashable, ...]], tuple[tuple[Hashable, ...], tuple[str, ...]]
@@ -77,6 +79,9 @@ class SymmetryGuard:
                 mapped.append(index_of[image])
             self._attempt_maps.append(tuple(mapped))
         self._slot_maps = [_slot_map(system, r) for r in self.renamings]
+        self._plans = [canonicalizer.plan_of(r) for r in self.renamings]
+        # Orbits of runs already checked: (attempt, reads) of each run and its images.
+        self._checked: set[tuple[int, frozenset[tuple[int, Any]]]] = set()
 
     # -- 1: the initial states ------------------------------------------------------
 
@@ -94,10 +99,22 @@ class SymmetryGuard:
     # -- 3: steps -----------------------------------------------------------------
 
     def check_run(self, index: int, state: SystemState, run: Run) -> None:
-        """Attempt `index`'s `run` on `state`, renamed, must be what its image does."""
-        for renaming, attempts, slots in zip(self.renamings, self._attempt_maps, self._slot_maps):
+        """Attempt `index`'s `run` on `state`, renamed, must be what its image does.
+
+        A deterministic attempt's reads decide its run, so once a run is
+        checked, every run in its orbit (each image attempt with the renamed
+        reads) is known to commute with every renaming: such a run is not
+        checked again.
+        """
+        key = (index, frozenset(run.reads))
+        if key in self._checked:
+            return
+        orbit = [key]
+        for renaming, attempts, slots, plan in zip(
+            self.renamings, self._attempt_maps, self._slot_maps, self._plans
+        ):
             other = attempts[index]
-            image = rename_state(self.system, state, renaming)
+            image = plan.apply((state,), plan.slots(state.slots))[0]
             try:
                 observed = run_attempt(self.system, other, image)
             except ActionFault as fault:
@@ -105,13 +122,17 @@ class SymmetryGuard:
                     f"action {fault.label} raised on a renaming of a state where "
                     f"{self._label(index)} did not ({fault.problem})"
                 ) from None
-            expected = _renamed_run(run, renaming, slots)
+            expected = _renamed_run(run, plan.renamed, slots)
             if _comparable(observed) != _comparable(expected):
                 raise Asymmetry(
                     f"action {self._label(other)} does not do what {self._label(index)} "
                     f"does with the ids renamed ({_names(renaming)}): "
                     f"{_what_differs(expected, observed)}"
                 )
+            orbit.append((other, frozenset(observed.reads)))
+        if len(self._checked) >= _CHECKED_LIMIT:
+            self._checked.clear()
+        self._checked.update(orbit)
 
     def _label(self, index: int) -> ActionLabel:
         return self.system.labels()[index]
@@ -176,18 +197,18 @@ def _renamed_location(location: int, slots: tuple[int, ...]) -> int:
     return slots[location] if location >= 0 else location
 
 
-def _renamed_run(run: Run, renaming: Renaming, slots: tuple[int, ...]) -> Run:
-    """`run` as its image should look: locations moved, values renamed."""
-    reads = tuple((_renamed_location(loc, slots), rename(v, renaming)) for loc, v in run.reads)
+def _renamed_run(run: Run, rename_: Callable[[Any], Any], slots: tuple[int, ...]) -> Run:
+    """`run` as its image should look: locations moved, values renamed by `rename_`."""
+    reads = tuple((_renamed_location(loc, slots), rename_(v)) for loc, v in run.reads)
     if run.outcome is None:
         return Run(reads, None, run.whole)
     slot_writes, value_writes, outputs, taken = run.outcome
     return Run(
         reads,
         (
-            tuple((slots[i], rename(v, renaming)) for i, v in slot_writes),
-            tuple((i, rename(v, renaming)) for i, v in value_writes),
-            rename(outputs, renaming),
+            tuple((slots[i], rename_(v)) for i, v in slot_writes),
+            tuple((i, rename_(v)) for i, v in value_writes),
+            rename_(outputs),
             taken,
         ),
         run.whole,

@@ -1,0 +1,143 @@
+"""The symmetry guard at three ids: checked orbits are skipped, never a broken renaming.
+
+`SymmetryGuard.check_run` remembers the orbit of every run it checked (the run
+and each renamed image) and does not check a run of that orbit again; it
+renames states with the canonicalizer's cached plans. With three ids there
+are five renamings besides the identity, so a model can break one of them
+only: the guard must still turn symmetry off there, and the reduced search
+must keep the verdicts and counterexample lengths of the full one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import pytest
+from test_explore import check_trace_shows
+
+from statecore import Event, Machine, State, Transition, out
+from statecore.check import symmetry_guard
+from statecore.check.explore import VIOLATED, explore, reachable
+from statecore.check.stepcache import run_attempt
+from statecore.check.symmetry import Canonicalizer, rename, rename_state, renamings
+from statecore.check.symmetry_guard import SymmetryGuard
+from statecore.properties import always, eventually, monitor, sometimes
+from statecore.system import Action, Component, Emitted, Global, Keys, System, Tx
+
+IDS = Keys("ext", 3)
+SENDER = Machine(
+    "sender",
+    states=[State("open", initial=True), State("closing", hot=True), State("done", final=True)],
+    events=[Event("save"), Event("put")],
+    transitions=[
+        Transition("open", "save", "closing"),
+        Transition("closing", "put", "done", emit=[out("put")]),
+    ],
+)
+ONCE = Machine(
+    "once",
+    states=[State("open", initial=True), State("done", final=True)],
+    events=[Event("put")],
+    transitions=[Transition("open", "put", "done")],
+)
+
+
+def route(emitted: Emitted) -> tuple[Hashable, str, dict[str, Any]] | None:
+    return None if emitted.source is None else (emitted.source, "put", {})
+
+
+def senders(*, odd_one: Any = None) -> System:
+    """Three ids saving into one FIFO of handles; `odd_one` may not save behind two others."""
+
+    def start(tx: Tx, ext: Hashable) -> None:
+        tx.require(tx.snapshot(("sender", ext)) is None)
+        tx.spawn("sender", ext)
+
+    def save(tx: Tx, ext: Hashable) -> None:
+        handle = tx.handle("sender", ext)
+        tx.require(handle is not None)
+        assert handle is not None
+        queue = tx.get("queue")
+        tx.require(not (ext == odd_one and len(queue) == 2))
+        tx.require(tx.fire(handle, "save").accepted)
+        tx.set("queue", (*queue, handle))
+
+    def put(tx: Tx) -> None:
+        queue = tx.get("queue")
+        tx.require(queue)
+        tx.set("queue", queue[1:])
+        tx.fire(queue[0], "put")
+
+    return System(
+        "senders",
+        components=[Component("sender", SENDER, IDS)],
+        globals=[Global("queue", ())],
+        actions=[
+            Action("start", "scheduler", start, {"ext": IDS}),
+            Action("save", "scheduler", save, {"ext": IDS}),
+            Action("put", "saver", put, internal=True),
+        ],
+        properties=[
+            always("short_queue", "at most two saves queued", lambda v: len(v.get("queue")) < 3),
+            eventually(
+                "drained",
+                "nothing left closing",
+                lambda v: all(s.state != "closing" for _, s in v.live("sender")),
+            ),
+            sometimes("all_done", "every id done", lambda v: len(v.get("queue")) == 0),
+            monitor("one_put", "one put per sender", ONCE, route),
+        ],
+    )
+
+
+def test_a_plan_renames_like_rename_state() -> None:
+    system = senders()
+    canonicalizer = Canonicalizer(system)
+    states = reachable(system)
+    for renaming in renamings(system):
+        plan = canonicalizer.plan_of(renaming)
+        for state in states:
+            assert plan.apply((state,), plan.slots(state.slots))[0] == rename_state(
+                system, state, renaming
+            )
+
+
+def test_a_checked_orbit_is_not_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    system = senders()
+    guard = SymmetryGuard(system, Canonicalizer(system))
+    runs: list[int] = []
+
+    def counted(system_: System, index: int, state: Any) -> Any:
+        runs.append(index)
+        return run_attempt(system_, index, state)
+
+    monkeypatch.setattr(symmetry_guard, "run_attempt", counted)
+    state = next(iter(reachable(system)))
+    index = next(i for i, (a, _, _) in enumerate(system.attempts) if a.name == "start")
+    guard.check_run(index, state, run_attempt(system, index, state))
+    assert len(runs) == 5  # one image run per renaming but the identity
+    for renaming in guard.renamings:
+        image = rename_state(system, state, renaming)
+        other = system.labels().index(rename(system.labels()[index], renaming))
+        guard.check_run(other, image, run_attempt(system, other, image))
+    assert len(runs) == 5  # every image is in the checked orbit
+
+
+@pytest.mark.parametrize("odd_one", [None, *IDS.values], ids=["symmetric", "ext0", "ext1", "ext2"])
+def test_three_ids_keep_the_verdicts_of_the_full_search(odd_one: Any) -> None:
+    system = senders(odd_one=odd_one)
+    full = explore(system, symmetry=False, stop_on_violation=False)
+    reduced = explore(system, symmetry=True, stop_on_violation=False)
+    if odd_one is None:
+        assert reduced.symmetry and reduced.states < full.states
+    else:  # one id is told apart: the guard must see it, whichever renaming shows it
+        assert not reduced.symmetry and "symmetry reduction off" in reduced.notes[0]
+        assert (reduced.states, reduced.transitions) == (full.states, full.transitions)
+    for a, b in zip(full.results, reduced.results):
+        assert (a.property.id, a.verdict) == (b.property.id, b.verdict)
+        assert (a.trace is None) == (b.trace is None)
+        if a.trace is not None and b.trace is not None:
+            assert len(a.trace) == len(b.trace)
+        if b.verdict == VIOLATED:
+            check_trace_shows(system, b)
