@@ -33,6 +33,16 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0",
     ),
     AdapterSpec(
+        name="vllm-omni-shm",
+        target="chunk_transfer",
+        factory="statecore.models.bindings.vllm_omni_shm:SharedMemoryBinding",
+        system="statecore.models.bindings.vllm_omni:fuzz_system_0_30_0",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0 on its real "
+        "SharedMemoryConnector (SHM cleanup tasks on the save thread, num_puts, terminal_sent)",
+    ),
+    AdapterSpec(
         name="vllm-omni-checked",
         target="chunk_transfer",
         factory="statecore.models.bindings.vllm_omni_checked:CheckedChunkTransferAdapterBinding",

@@ -44,28 +44,37 @@ sender generation (``_sender_tokens``: external id, which token object it
 is, ``cancelled``, ``terminal_pending``, ``in_flight``), the save queue
 (internal id, token, ``is_finished``, ``is_segment_finished``), where the
 save thread is parked, the watermarks ``_segment_generation`` and
-``requests_num_chunks_sent`` per external id, and ``request_payload`` (the
-processor records which request created each entry).
+``requests_num_chunks_sent`` per external id, ``request_payload`` (the
+processor records which request created each entry), the arguments the
+processor parked in was called with, and the side tables.
+
+The processor, its inputs (``is_finished`` as the flush signal,
+``new_token_ids``, a codec stream's own ``meta.finished``) and the per-model
+side tables are `statecore.models.bindings.vllm_omni_processor`'s.
 
 Saves carry what the scheduler would pass: the model request's confirmed
 token count (one per save, from zero after a rebuilt prompt) and its
 ``_omni_segment_generation``; a segment end is ``save_async(...,
 is_segment_finished=True)``. The save thread also parks between the send
 and ``_send_single_request``'s ``finally`` once the connector was called
-(the model's ``finish``).
+(the model's ``finish``). Aborts pass ``finish_requests`` a bare id and a
+list of ids in turn, as real callers do.
 
 Below the model's abstraction (it does not model connector keys), one
 0.30.0 behaviour is not compared: a reused external id that joins a
 generation its failed terminal left behind continues the old key counter
-(its receiver polls key 0 first).
+(its receiver polls key 0 first). The fake connector makes the shared-memory
+cleanup a no-op: `statecore.models.bindings.vllm_omni_shm` is this binding
+on the real ``SharedMemoryConnector``.
 
 `MUTANTS` re-introduces bugs vLLM-Omni really had into the real class, for
 the mutation check in ``tests/test_vllm_adapter.py``.
 
 Every private vLLM-Omni name this project touches lives in this module and
-the two beside it (`statecore.models.bindings.vllm_omni_harness`: the real classes and
-the harness around them; `statecore.models.bindings.vllm_omni_mutants`: the bugs
-re-introduced), so a new vLLM-Omni version means those files to change.
+the ``vllm_omni_*`` modules beside it (`statecore.models.bindings.vllm_omni_harness`:
+the real classes and the harness around them; `statecore.models.bindings.vllm_omni_processor`:
+the processor; `statecore.models.bindings.vllm_omni_mutants`: the bugs re-introduced;
+the other bindings), so a new vLLM-Omni version means those files to change.
 ``vllm_omni`` is imported on first use (15-50 s) and the classes are cached
 for the process.
 """
@@ -108,6 +117,7 @@ from .vllm_omni_harness import (
     stop_threads,
 )
 from .vllm_omni_mutants import MUTANTS, Mutant
+from .vllm_omni_processor import ProcessorFailure, ProcessorPart, step_tokens
 
 __all__ = [
     "ADAPTERS",
@@ -187,10 +197,6 @@ def fuzz_system_0_30_0() -> System:
     return build(replace(RELEASED_0_30_0, name="chunk_transfer", **FUZZ_BOUNDS))
 
 
-class ProcessorFailure(RuntimeError):
-    """What the processor raises when the model chooses ``process(outcome="raise")``."""
-
-
 class _Unwind(BaseException):
     """Thrown into a parked worker at teardown so the real code unwinds."""
 
@@ -225,7 +231,7 @@ CANCELLED_STATES = frozenset(CANCELLED)
 TERMINAL_PENDING_STATES = frozenset({"terminal_pending", "draining"})
 
 
-class OmniChunkTransferAdapterBinding(Adapter):
+class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
     """The chunk_transfer model's actions performed on the real 0.30.0 adapter."""
 
     name = "vllm-omni"
@@ -241,6 +247,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.aborts = 0
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
+        self.reset_processor()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -248,15 +255,18 @@ class OmniChunkTransferAdapterBinding(Adapter):
         self.system = system
         self.classes = real_classes()
         self.baton = Baton(self.timeout)
-        self.connector = self.classes.connector(self)
+        self.connector = self.make_connector()
         self.adapter = self.make_adapter()
-        # Set the processor directly (the dotted-path config is CTA:179-184).
-        self.adapter.custom_process_next_stage_input_func = self._processor
+        self.install_processor()
         self.requests = {}
         self.by_id = {}
         self.aborts = 0
         self.tokens = {}
         self.flight = None
+
+    def make_connector(self) -> Any:
+        """The connector the adapter puts to: the fake FIFO one of the harness."""
+        return self.classes.connector(self)
 
     def make_adapter(self) -> Any:
         """The adapter under test, on the fake connector, its threads stopped."""
@@ -275,25 +285,6 @@ class OmniChunkTransferAdapterBinding(Adapter):
 
     # -- callbacks (run on the baton worker) ---------------------------------------
 
-    def _processor(
-        self,
-        transfer_manager: Any,
-        multimodal_output: Any,
-        request: Any,
-        is_finished: bool,
-        new_token_ids: tuple[int, ...] = (),
-    ) -> Any:
-        outcome = self.baton.park("processor")
-        # A producer keeps request-wide state in request_payload[ext], as the
-        # bundled processors do (e.g. qwen3_omni.py:444-446).
-        state = transfer_manager.request_payload.setdefault(request.external_req_id, {})
-        state.setdefault(NAMESPACE, str(request.request_id))
-        if outcome == "raise":
-            raise ProcessorFailure(f"statecore: processor raised for {request.request_id}")
-        if outcome == "none":
-            return None
-        return self.classes.payload(request_id=request.request_id, generated_len=1)
-
     def flight_request_id(self) -> str:
         """The internal id of the task the save thread runs (for the connector)."""
         if self.flight is None:
@@ -311,6 +302,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
         generation = step.state.slots[self.system.slot_index("request", ext)].generation
         handle = Handle("request", ext, generation)
         request = new_request(self.classes, internal_id(handle), external_id(ext), "RUNNING")
+        self.new_stream(request.request_id, handle.generation)
         self.requests[ext] = request
         self.by_id[request.request_id] = request
 
@@ -330,7 +322,23 @@ class OmniChunkTransferAdapterBinding(Adapter):
         request._omni_segment_generation = snap.ends - (kind == SEGMENT_END)
         if kind == TERMINAL:
             request.status = self.classes.status.FINISHED_STOPPED
-        self.adapter.save_async(None, request, is_segment_finished=kind == SEGMENT_END)
+        self.adapter.save_async(
+            None,
+            request,
+            is_segment_finished=kind == SEGMENT_END,
+            new_token_ids=self._step_tokens(step, ext),
+        )
+
+    def _step_tokens(self, step: SystemStep, ext: Hashable) -> tuple[int, ...]:
+        """The scheduler step's new tokens (the processor's ``new_token_ids``) of a save.
+
+        A save the model queues carries its task's (segment, save number), so the
+        processor's arguments can be told apart per task; one it skips carries none.
+        """
+        queue = self.system.view(step.state).get("queue")
+        if queue and queue[-1].request.key == ext:
+            return step_tokens(queue[-1])
+        return ()
 
     def _do_save_chunk(self, step: SystemStep, ext: Hashable) -> None:
         self._save(step, ext, CHUNK)
@@ -446,6 +454,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
                 bool(task["is_segment_finished"]),
             )
             for task in adapter._pending_save_reqs
+            if "request" in task  # a SHM cleanup task is not a save (see vllm_omni_shm)
         )
         watermarks = tuple(
             sorted(
@@ -477,6 +486,8 @@ class OmniChunkTransferAdapterBinding(Adapter):
             ("parked", self.baton.parked_at),
             ("watermarks", watermarks),
             ("request_payload", states),
+            ("processor_call", self.call),
+            ("side_tables", self.side_tables()),
         )
 
     def expect(self, view: StateView[Shared]) -> Hashable:
@@ -514,6 +525,7 @@ class OmniChunkTransferAdapterBinding(Adapter):
             )
         )
         flight = view.g.in_flight
+        call = None if flight is None or flight.phase != BEGUN else self.expected_call(flight.task)
         return (
             ("unread", unread),
             ("failures", frozenset(internal_id(r) for r in view.g.send_failures)),
@@ -522,6 +534,8 @@ class OmniChunkTransferAdapterBinding(Adapter):
             ("parked", PARKED_AT[None if flight is None else flight.phase]),
             ("watermarks", watermarks),
             ("request_payload", states),
+            ("processor_call", call),
+            ("side_tables", ()),
         )
 
 

@@ -44,6 +44,27 @@ class ConnectorOwner(Protocol):
     def flight_request_id(self) -> str: ...
 
 
+class ParkingPut:
+    """A connector mixin: ``put`` parks the save thread, and so does the end of its send."""
+
+    put_called = False  # since the last after_send
+    binding: ConnectorOwner
+
+    def after_send(self) -> None:
+        """Park between a send that reached ``put`` and its ``finally``."""
+        if self.put_called:
+            self.put_called = False
+            self.binding.baton.park("finish")
+
+    def parked_put(self, put_key: str) -> bool:
+        """Park in ``put``; whether it goes on (False: it returns failure; it may raise)."""
+        self.put_called = True
+        outcome = self.binding.baton.park("put")
+        if outcome == "raise":
+            raise ConnectionError(f"statecore: connector put of {put_key} raised")
+        return bool(outcome != "false")
+
+
 # -- the real classes, imported once per process ---------------------------------------
 
 
@@ -101,10 +122,8 @@ def _import_real() -> RealClasses:
         ) from exc
     real_adapter = cta.OmniChunkTransferAdapter
 
-    class FakeConnector(connector_base):  # type: ignore[misc, valid-type]
+    class FakeConnector(ParkingPut, connector_base):  # type: ignore[misc, valid-type]
         """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
-
-        put_called = False  # since the last after_send
 
         def __init__(self, binding: ConnectorOwner) -> None:
             self.binding = binding
@@ -114,20 +133,10 @@ def _import_real() -> RealClasses:
             self.unread: deque[Sent] = deque()
             self.closed = False
 
-        def after_send(self) -> None:
-            """Park between a send that reached ``put`` and its ``finally``."""
-            if self.put_called:
-                self.put_called = False
-                self.binding.baton.park("finish")
-
         def put(
             self, from_stage: str, to_stage: str, put_key: str, data: Any
         ) -> tuple[bool, int, dict[str, Any] | None]:
-            self.put_called = True
-            outcome = self.binding.baton.park("put")
-            if outcome == "raise":
-                raise ConnectionError(f"statecore: connector put of {put_key} raised")
-            if outcome == "false":
+            if not self.parked_put(put_key):
                 return False, 0, None
             entry = Sent(put_key, self.binding.flight_request_id(), *describe_payload(data))
             self.sent.append(entry)

@@ -8,6 +8,7 @@ and the fuzzer must find it.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,3 +192,26 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 """Bugs vLLM-Omni had, and regressions of the code that fixed them (the last two need a
 segment boundary); the fuzzer must find each against the patched real code."""
+
+
+def source_mutant(cls: type[Any], function: str, mutant_id: str) -> dict[str, Any]:
+    """``{function: its single-point mutant}`` of the real adapter class `cls`.
+
+    `mutant_id` is a `statecore.fuzzing.source_mutants` id of
+    ``OmniChunkTransferAdapter.<function>``: the module is compiled with that one
+    change (nothing is written to disk) and the mutated function taken from it,
+    so setting it on `cls` runs the real adapter with that one point changed.
+    """
+    from statecore.fuzzing.source_mutants import mutated_code
+
+    module = importlib.import_module(cls.__module__)
+    filename = module.__file__
+    assert filename is not None
+    qualified = f"{cls.__name__}.{function}"
+    namespace: dict[str, Any] = {
+        "__name__": f"{cls.__module__}__mutant",
+        "__package__": module.__package__,
+        "__file__": filename,
+    }
+    exec(mutated_code(filename, [qualified], mutant_id), namespace)
+    return {function: namespace[cls.__name__].__dict__[function]}
