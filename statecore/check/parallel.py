@@ -144,8 +144,8 @@ class ParallelSearch:
 
     def run(self) -> Report:
         start = time.perf_counter()
-        self._start()
         try:
+            self._start()
             complete, stop = self._search(start)
             taken: Counter[Any] = Counter()
             for share in self._ask_all([("finish",)] * self.workers):

@@ -28,13 +28,14 @@ from ..properties import Property
 from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
-from .fingerprints import ROOT, FingerprintStore
+from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 
 __all__ = [
     "Finding",
     "LevelReport",
+    "OrbitMinimum",
     "Partition",
     "Plan",
     "Share",
@@ -66,8 +67,9 @@ def process_hash(node: Hashable) -> int:
 class Plan:
     """What every worker of one search is told: the system and how to search it.
 
-    `stable_routes`: route full states by their fingerprint, the same in
-    every process, where the workers are not forked from one process.
+    `stable_routes`, where the workers are not forked from one process: route
+    full states by their fingerprint, and pick each orbit's representative
+    by `OrbitMinimum`, both the same in every process.
     """
 
     explorer_class: type
@@ -78,6 +80,32 @@ class Plan:
     workers: int
     fingerprints: int
     stable_routes: bool = False
+
+
+class OrbitMinimum:
+    """A canonical form that is the same in every process: the orbit's least encoding.
+
+    The explorer's `statecore.check.symmetry.Canonicalizer` orders candidates
+    by ``hash``, which differs between processes that are not forked from
+    one (``hash(None)`` is an address before Python 3.12): two of them would
+    pick different representatives of one orbit, and keep both. This tries
+    every renaming of the ids and keeps the node whose canonical encoding
+    (`Fingerprinter.encode_node`) is least: |group| renames a state, so it
+    is for the small groups symmetry reduction is used with.
+    """
+
+    def __init__(self, images: Callable[[Node], list[tuple[Any, Node]]]) -> None:
+        self.images = images
+        self.encode = Fingerprinter().encode_node
+
+    def __call__(self, node: Node) -> Node:
+        encode = self.encode
+        best, least = node, encode(node)
+        for _, image in self.images(node):
+            key = encode(image)
+            if key < least:
+                best, least = image, key
+        return best
 
 
 class Inbox(Protocol):
@@ -212,6 +240,8 @@ class Share:
         self.explorer: Any = plan.explorer_class(
             plan.system, plan.properties, plan.symmetry, None, share, False, None
         )
+        if plan.stable_routes and self.explorer.symmetry:
+            self.explorer.canonicalizer = OrbitMinimum(self.explorer.canonicalizer.images)
         store = FingerprintStore(
             plan.system,
             plan.fingerprints or 64,

@@ -70,11 +70,10 @@ def loads(data: bytes) -> Any:
 
 
 def snapshot_classes(system: System) -> tuple[type[Snapshot], ...]:
-    """The snapshot classes of `system`'s machines, in the order of its components."""
-    found: dict[type[Snapshot], None] = {}
-    for component in system.components:
-        found.setdefault(component.machine.snapshot_class)
-    return tuple(found)
+    """The snapshot classes of `system`'s machines and its monitors', in declaration order."""
+    machines = [component.machine for component in system.components]
+    machines += [p.machine for p in system.properties if p.machine is not None]
+    return tuple(dict.fromkeys(machine.snapshot_class for machine in machines))
 
 
 class Codec:

@@ -27,6 +27,7 @@ from ..check.explore import (
 from ..errors import StatecoreError
 from ..registry import Target, bundled, is_user_target
 from ..system import System
+from .check_ray import add_ray_argument, check_ray_usage, on_ray
 from .common import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -108,10 +109,11 @@ def add_check_parser(sub: Any) -> None:
     p_check.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
         help="explore each target on N processes, the states partitioned among them (default 1)",
     )
+    add_ray_argument(p_check)
     p_check.add_argument(
         "--variants", action="store_true", help="check the known-bug variants instead"
     )
@@ -149,8 +151,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     require_writable_dir(args.regression_out, "--regression-out")
     require_positive_int(args.jobs, "--jobs", "processes", 2)
     require_positive_int(args.workers, "--workers", "processes", 2)
-    if args.workers > 1 and args.por:
+    if (args.workers or 1) > 1 and args.por:
         raise UsageError("--workers and --por do not combine yet: drop --por or use --workers 1")
+    check_ray_usage(args)
     if args.symbolic:
         return _cmd_symbolic(args)
     if args.adequacy:
@@ -226,7 +229,8 @@ class _CheckRun:
     def check_one(self, name: str, system: System, target: Target | None) -> None:
         printer = progress_printer(name, sys.stderr)
         try:
-            report = explore(
+            run = explore if self.args.ray is None else on_ray(self.args, name, target)
+            report = run(
                 system,
                 max_states=self.args.max_states,
                 max_memory=_memory_bound(self.args.max_memory),
@@ -235,7 +239,7 @@ class _CheckRun:
                 stop_on_violation=False,
                 progress=printer,
                 fingerprints=self.args.fingerprints,
-                workers=self.args.workers,
+                workers=self.args.workers or 1,
             )
         finally:
             printer.clear()

@@ -1,0 +1,226 @@
+"""The search on a Ray cluster finds what one process finds.
+
+A local Ray cluster with two CPUs is started by the tests (once for the
+module); the search runs on two actors, so successors travel between them.
+Same distinct states, transitions, depth, coverage, verdicts and trace
+lengths as `explore` on bundled targets and variants (symmetry kept, and
+switched off; violations; fingerprints) and on random systems, symmetric
+ones included; a model error reads as one process's. Without Ray, the
+backend and ``statecore check --ray`` fail in one line naming the extra.
+Run with ``tox -e ray`` (the default environment has no Ray: these skip).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import golden_targets
+import pytest
+import system_strategies
+import test_model_errors
+from golden_targets import systems
+from hypothesis import HealthCheck, given, settings
+from system_strategies import SystemSpec, build_system
+from system_strategies import systems as random_systems
+from test_fingerprints import GOLDEN_FIGURES
+from test_model_errors import jobs
+from test_parallel_explore import assert_traces_real, summary
+
+from statecore.check.explore import explore
+from statecore.check.ray_search import RayError, ray_explore
+from statecore.cli import main
+from statecore.errors import ActionRaisedError
+from statecore.registry import bundled
+from statecore.system import Action, Tx
+
+needs_ray = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None,
+    reason="Ray is not installed (pip install 'statecore[ray]'; tox -e ray)",
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A local Ray cluster of two CPUs, for the module's tests; shut down after them."""
+    import ray
+
+    # The test modules that build systems are not importable on Ray's workers:
+    # their functions travel by value.
+    for module in (system_strategies, golden_targets, test_model_errors, sys.modules[__name__]):
+        ray.cloudpickle.register_pickle_by_value(module)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=100 * 2**20,
+        logging_level="warning",
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def factory(name: str) -> Any:
+    """A function Ray can send to its workers that builds the system `name`."""
+    targets = {t.name: t for t in bundled()}
+    return targets[name].load if name in targets else systems()[name]
+
+
+# Symmetry kept (two ids) and switched off (the ids told apart); models and
+# variants with violations; about half with fingerprints.
+BUNDLED = [
+    ("request_state_two_ids", 0),
+    ("chunk_transfer_two_ids", 64),
+    ("segments", 0),
+    ("receiver_no_recheck", 64),
+    ("request_state_seed000_p1", 0),
+    ("request_lifecycle_sync_abort", 64),
+    ("chunk_transfer_0_30_0_segments", 0),
+]
+
+
+@needs_ray
+@pytest.mark.parametrize(("name", "bits"), BUNDLED)
+def test_two_actors_on_bundled_targets_find_what_one_process_finds(
+    cluster: Any, name: str, bits: int
+) -> None:
+    golden = GOLDEN_FIGURES[name]["symmetry"]
+    build = factory(name)
+    report = ray_explore(build, workers=2, stop_on_violation=False, fingerprints=bits)
+    assert (report.states, report.transitions, report.depth, report.complete) == (
+        golden["states"],
+        golden["transitions"],
+        golden["depth"],
+        golden["complete"],
+    )
+    found = {
+        r.property.id: (r.verdict, None if r.trace is None else len(r.trace.actions))
+        for r in report.results
+    }
+    expected = {
+        pid: (v["verdict"], None if v["trace"] is None else len(v["trace"]))
+        for pid, v in golden["verdicts"].items()
+    }
+    assert found == expected
+    assert list(report.notes[: len(golden["notes"])]) == golden["notes"]
+    assert_traces_real(build(), report)
+
+
+@needs_ray
+def test_coverage_and_symmetry_match_one_process_on_a_symmetric_target(cluster: Any) -> None:
+    build = factory("request_state_two_ids")
+    one = explore(build(), stop_on_violation=False)
+    two = ray_explore(build, workers=2, stop_on_violation=False)
+    assert one.symmetry and summary(two) == summary(one)
+
+
+@needs_ray
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True, naming=True))
+def test_two_actors_find_what_one_process_finds_on_random_systems(
+    cluster: Any, spec: SystemSpec
+) -> None:
+    """Symmetric systems, and ones whose ids are told apart (symmetry off, with its note)."""
+    build = functools.partial(build_system, spec)
+    one = explore(build(), stop_on_violation=False)
+    two = ray_explore(build, workers=2, stop_on_violation=False)
+    assert summary(two) == summary(one)
+    assert_traces_real(build(), two)
+
+
+@needs_ray
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems())
+def test_stopping_at_a_violation_finds_each_of_one_process_violations(
+    cluster: Any, spec: SystemSpec
+) -> None:
+    build = functools.partial(build_system, spec)
+    one = explore(build(), fingerprints=64)
+    two = ray_explore(build, workers=2, fingerprints=64)
+    assert two.ok == one.ok
+    for result in one.results:
+        if result.verdict == "violated":
+            theirs = two.result(result.property.id)
+            assert theirs.verdict == "violated"
+            assert result.trace is not None and theirs.trace is not None
+            assert len(theirs.trace.steps) == len(result.trace.steps)
+
+
+def _raising_jobs() -> Any:
+    def audit(tx: Tx) -> None:
+        if tx.get("ticks") == 2:
+            raise ZeroDivisionError("audit divided by zero")
+        tx.require(False)
+
+    return jobs(Action("audit", "auditor", audit))
+
+
+@needs_ray
+def test_an_action_that_raises_on_an_actor_is_reported_as_one_process_reports_it(
+    cluster: Any,
+) -> None:
+    with pytest.raises(ActionRaisedError) as one:
+        explore(_raising_jobs())
+    with pytest.raises(ActionRaisedError) as two:
+        ray_explore(_raising_jobs, workers=2)
+    assert str(two.value).splitlines()[0] == str(one.value).splitlines()[0]
+    assert two.value.trace is not None and len(two.value.trace) == 2
+
+
+@needs_ray
+def test_the_state_bound_is_kept_and_the_search_says_it_is_incomplete(cluster: Any) -> None:
+    report = ray_explore(factory("segments"), workers=2, stop_on_violation=False, max_states=500)
+    assert not report.complete and report.stop == "max_states"
+    assert report.states <= 500
+
+
+@needs_ray
+def test_statecore_check_ray_reports_as_one_process(
+    cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", "request_state_seed000_p1", "--ray", "--workers", "2", "-q"]) == 1
+    ray_out = capsys.readouterr().out
+    assert main(["check", "request_state_seed000_p1", "-q"]) == 1
+    one_out = capsys.readouterr().out
+    untimed = [re.sub(r"\d+\.\d+s|[\d,]+ states/s", "", out) for out in (ray_out, one_out)]
+    assert untimed[0] == untimed[1]  # the verdicts, the traces, the coverage
+    assert "FAIL request_state_seed000_p1: 1617 states" in ray_out
+
+
+# -- without Ray -----------------------------------------------------------------------
+
+
+def test_without_ray_the_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(RayError, match=r"pip install 'statecore\[ray\]'"):
+        ray_explore(factory("segments"))
+
+
+def test_without_ray_check_ray_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["check", "segments", "--ray"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "Ray" in err and "pip install 'statecore[ray]'" in err
+
+
+@needs_ray
+def test_a_system_the_actors_cannot_build_fails_in_one_line(cluster: Any) -> None:
+    here = os.getpid()  # the actors are other processes
+
+    def elsewhere() -> Any:
+        if os.getpid() != here:
+            raise ModuleNotFoundError("No module named 'lifecycles'")
+        return factory("segments")()
+
+    with pytest.raises(RayError, match=r"could not build system 'segments': ModuleNotFoundError"):
+        ray_explore(elsewhere, workers=2)
