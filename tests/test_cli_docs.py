@@ -99,6 +99,10 @@ def commands(text: str) -> list[Command]:
 # -- what is not run here, and why ---------------------------------------------------------
 
 VLLM = "needs the real vLLM-Omni stack (~2 GB): `tox -e vllm` runs it (tests/test_ci_recipes.py)"
+RAY = (
+    "needs Ray and a cluster: `tox -e ray` runs tests/test_ray_search.py, which starts a local "
+    "one and checks `statecore check --ray` against one process"
+)
 INSTALL = (
     "installs into the current environment: .ci/run runs the README's install and test "
     "commands in a fresh venv (tests/test_packaging.py checks that it does)"
@@ -127,6 +131,7 @@ EXEMPT: list[tuple[str, str]] = [
         "rewrites the repository's pages: tests/test_docs.py runs `--check`",
     ),
     (r"\bshop:", "docs/adapters.md's own module: tests/test_fuzz_docs.py runs these commands"),
+    (r"^ray (start|stop)\b|--ray\b|--address auto\b", RAY),
 ]
 
 

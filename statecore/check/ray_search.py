@@ -335,7 +335,12 @@ class RaySearch(ParallelSearch):
         return method.remote(*args)
 
     def _get(self, refs: list[Any]) -> list[Any]:
+        """The actors' answers; a failure as soon as it comes (the others may wait on it)."""
         try:
+            pending = list(refs)
+            while pending:
+                ready, pending = self.ray.wait(pending, num_returns=1)
+                self.ray.get(ready)
             return list(self.ray.get(refs))
         except self.ray.exceptions.RayError as exc:
             raise RuntimeError(
