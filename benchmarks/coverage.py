@@ -2,19 +2,26 @@
 
 A passing fuzz run says nothing about the code its binding never drives. This fuzzes
 every system bound to the real adapter (`BOUND`: ``chunk_transfer`` through the
-``vllm-omni`` binding, ``segments`` through ``vllm-omni-segments``, ``receiver_system``
-through ``vllm-omni-receiver`` and ``vllm-omni-receiver-generation``), ``--budget``
-seconds in all, split evenly (the known 0.30.0 findings allowed, as ``statecore fuzz``
-does), while coverage.py measures ``chunk_transfer_adapter.py``, and prints, per
-lifecycle method (`SENDER`, then `RECEIVER`), the branches taken and the statements run,
-with what was missed: where the bindings are blind.
+``vllm-omni`` binding and through ``vllm-omni-shm`` on the real shared-memory
+connector, ``segments`` through ``vllm-omni-segments``, ``receiver_system`` through
+``vllm-omni-receiver`` and ``vllm-omni-receiver-generation``), ``--budget`` seconds in
+all, split evenly (the known 0.30.0 findings allowed, as ``statecore fuzz`` does), while
+coverage.py measures ``chunk_transfer_adapter.py``, and prints, per lifecycle method
+(`SENDER`, then `RECEIVER`), the branches taken and the statements run, with what was
+missed: where the bindings are blind.
+
+Before that, in the same run and with the same budget, it measures the bindings as they
+were before the shared-memory binding and the processor inputs (`BEFORE`: the four
+systems, the ``vllm-omni`` processor without codec streams and side tables), so the two
+figures are side by side.
 
 Run with the vLLM stack and coverage.py installed:
 ``python benchmarks/coverage.py [--budget SECONDS] [--seed N]``. The last line is
 
-``RESULT branch_coverage=<pct> branches=<k>/<n> sender=<pct> receiver=<pct>``
+``RESULT branch_coverage=<pct> branches=<k>/<n> sender=<pct> receiver=<pct> before=<pct>``
 
-where each percent is branches taken over branches, as in issue 13's goal.
+where each percent is branches taken over branches, as in issue 13's goal, and
+``before`` is the overall figure of `BEFORE`.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from pathlib import Path
 # would shadow coverage.py itself.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from statecore.models.bindings.vllm_omni import OmniChunkTransferAdapterBinding  # noqa: E402
 
 from statecore.fuzzing.coverage import (  # noqa: E402
     CodeCoverage,
@@ -50,13 +59,23 @@ SENDER = (
     "finish_requests",
     "cleanup",
 )
-BOUND = (
+BEFORE = (
     ("chunk_transfer", "vllm-omni"),
     ("segments", "vllm-omni-segments"),
     ("receiver_system", "vllm-omni-receiver"),
     ("receiver_system", "vllm-omni-receiver-generation"),
 )
+"""(target, adapter) of the systems bound before the shared-memory binding."""
+BOUND = (*BEFORE, ("chunk_transfer", "vllm-omni-shm"))
 """(target, adapter) of every system bound to the real adapter."""
+
+
+class FirstBinding(OmniChunkTransferAdapterBinding):
+    """``vllm-omni`` as first bound: no codec streams, no side tables written."""
+
+    processor_inputs = False
+
+
 RECEIVER = (
     "load_async",
     "_poll_single_request",
@@ -107,24 +126,25 @@ def show(reached: CodeCoverage) -> tuple[FunctionCoverage, FunctionCoverage, Fun
     return sender, receiver, overall
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+def measure(
+    bound: tuple[tuple[str, str], ...], budget: float, seed: int, *, first: bool
+) -> CodeCoverage:
+    """Fuzz every system of `bound`, `budget` seconds in all, under coverage.py."""
     target = parse_target(f"{MODULE}:{','.join(f'{CLASS}.{n}' for n in (*SENDER, *RECEIVER))}")
     measurement = Measurement(target)
     measurement.start()
     try:
-        for name, adapter in BOUND:
+        for name, adapter in bound:
             system, factory, _ = resolve_adapter(name, adapter)
-            budget = args.budget / len(BOUND)
-            report = fuzz(system, factory, budget=budget, seed=args.seed)
+            if first and adapter == "vllm-omni":
+                factory = FirstBinding
+            share = budget / len(bound)
+            report = fuzz(system, factory, budget=share, seed=seed)
             found = report.finding
             verdict = "nothing new found" if found is None else f"FOUND {found.property_id}"
             guided = report.guided
             print(
-                f"fuzz {name} / {adapter}, --budget {budget:g} --seed {args.seed}: "
+                f"fuzz {name} / {adapter}, --budget {share:g} --seed {seed}: "
                 f"{verdict}, {report.seconds:.1f}s, {report.all_steps} steps "
                 f"(guided {guided.paths if guided else 0} paths, search {report.examples} "
                 f"examples, {len(report.known)} known findings)"
@@ -132,11 +152,28 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         reached = measurement.stop()
     print(f"coverage.py branch coverage of {target.path}")
-    sender, receiver, overall = show(reached)
+    return reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(f"before: {len(BEFORE)} systems as first bound")
+    _, _, before = show(measure(BEFORE, args.budget, args.seed, first=True))
+    print(f"\nafter: {len(BOUND)} systems")
+    sender, receiver, overall = show(measure(BOUND, args.budget, args.seed, first=False))
+    print(
+        f"\nbranch coverage before {branch_percent(before):.1f}% "
+        f"({before.branches_taken}/{before.branches}), "
+        f"after {branch_percent(overall):.1f}% ({overall.branches_taken}/{overall.branches})"
+    )
     print(
         f"RESULT branch_coverage={branch_percent(overall):.1f} "
         f"branches={overall.branches_taken}/{overall.branches} "
-        f"sender={branch_percent(sender):.1f} receiver={branch_percent(receiver):.1f}"
+        f"sender={branch_percent(sender):.1f} receiver={branch_percent(receiver):.1f} "
+        f"before={branch_percent(before):.1f}"
     )
     return 0
 

@@ -538,6 +538,10 @@ SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
         "_send_single_request_for_generation",
         "delete-statement {}: sender_token.terminal_s",
     ),
+    # the argument shapes real callers pass finish_requests: a bare id, a list, None
+    ("fifo", "finish_requests", "delete-statement {}: request_ids = (request_ids,)"),
+    ("fifo", "finish_requests", "swap-is {}: elif request_ids is not None:"),
+    ("fifo", "finish_requests", "delete-statement {}: request_ids = requests.keys()"),
     # per-model side tables cleared with the sender state
     (
         "fifo",

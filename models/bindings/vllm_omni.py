@@ -57,8 +57,8 @@ token count (one per save, from zero after a rebuilt prompt) and its
 ``_omni_segment_generation``; a segment end is ``save_async(...,
 is_segment_finished=True)``. The save thread also parks between the send
 and ``_send_single_request``'s ``finally`` once the connector was called
-(the model's ``finish``). Aborts pass ``finish_requests`` a bare id and a
-list of ids in turn, as real callers do.
+(the model's ``finish``). Aborts pass ``finish_requests`` a bare id, a list
+of ids and None (every request of the map) in turn, as real callers do.
 
 Below the model's abstraction (it does not model connector keys), one
 0.30.0 behaviour is not compared: a reused external id that joins a
@@ -359,12 +359,14 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
     def _do_abort(self, step: SystemStep, ext: Hashable) -> None:
         # MIX.finish_requests -> adapter.finish_requests, before vLLM's own
         # Scheduler.finish_requests sets the status.
-        # Real callers pass a bare id (MIX:943) or a list of ids: alternate, so both run.
+        # Real callers pass a bare id (MIX:943), a list of ids, or None for every
+        # request of the map (MIX:951-972): in turn, so each shape runs.
         request = self.requests[ext]
         status = self.classes.status.FINISHED_ABORTED
+        rid = request.request_id
+        ids: Any = (rid, [rid], None)[self.aborts % 3]
         self.aborts += 1
-        ids = request.request_id if self.aborts % 2 else [request.request_id]
-        self.adapter.finish_requests(ids, status, {request.request_id: request})
+        self.adapter.finish_requests(ids, status, {rid: request})
         request.status = status
 
     def _do_collect_failures(self, step: SystemStep) -> None:
