@@ -182,6 +182,12 @@ def test_the_state_bound_is_kept_and_the_search_says_it_is_incomplete(cluster: A
 
 
 @needs_ray
+def test_more_workers_than_the_cluster_has_cpus_are_refused_in_one_line(cluster: Any) -> None:
+    with pytest.raises(RayError, match="3 workers, but the cluster has 2 CPUs"):
+        ray_explore(factory("segments"), workers=3)
+
+
+@needs_ray
 def test_statecore_check_ray_reports_as_one_process(
     cluster: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

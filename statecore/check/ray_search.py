@@ -101,10 +101,16 @@ def ray_explore(
             "each actor finds the properties by id in the system it builds"
         )
     _connect(ray, address)
+    cpus = int(ray.cluster_resources().get("CPU", 0))
     if workers is None:
-        workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        workers = max(1, cpus)
     if workers < 1:
         raise ValueError(f"workers must be 1 or more, got {workers}")
+    if workers > cpus:  # an actor holds a CPU: the ones beyond would wait for ever
+        raise RayError(
+            f"Ray: {workers} workers, but the cluster has {cpus} CPUs and each worker holds "
+            f"one; use at most {cpus} workers, or add machines to the cluster"
+        )
     limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
 
     def search(symmetric: bool) -> Report:
@@ -156,7 +162,7 @@ def _pool(ray: Any, workers: int) -> list[Any]:
     key = (ray.get_runtime_context().get_job_id(), workers)
     if key not in _POOLS:
         for other in list(_POOLS):
-            _drop(ray, other)
+            _drop(ray, other, idle=True)
         actor = ray.remote(_Actor).options(
             num_cpus=1,
             max_concurrency=2,  # deliveries from the other actors while a level runs
@@ -166,9 +172,13 @@ def _pool(ray: Any, workers: int) -> list[Any]:
     return _POOLS[key]
 
 
-def _drop(ray: Any, key: tuple[str, int]) -> None:
+def _drop(ray: Any, key: tuple[str, int], idle: bool = False) -> None:
+    """End the actors of `key`: idle ones when they are done, busy ones at once."""
     for actor in _POOLS.pop(key, []):
-        ray.kill(actor)
+        if idle:
+            actor.__ray_terminate__.remote()
+        else:
+            ray.kill(actor)
 
 
 class _Peer:
