@@ -53,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     target = {t.name: t for t in bundled()}[name]
     system = target.load()
     n, bits = args.workers, args.fingerprints
-    if args.address:
+    started = not ray.is_initialized()  # else: the caller's cluster, left running
+    if started and args.address:
         ray.init(address=args.address, logging_level="warning")
-    else:
+    elif started:
         ray.init(address="local", num_cpus=n, include_dashboard=False, logging_level="warning")
     warm = {t.name: t for t in bundled()}["request_state_system"].load
 
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         (f"Ray, {n} actors", n, on_ray),
     ):
         rows.append((label, workers, *run(workers)))
-    where = args.address or f"a local cluster of {n} CPUs"
+    where = args.address or f"a local cluster of {int(ray.cluster_resources()['CPU'])} CPUs"
     print(f"{name}, full states" if not bits else f"{name}, {bits}-bit fingerprints", end="")
     print(f"; Ray: {where}; wall-clock seconds")
     header = f"{'states':>9} {'transitions':>12} {'s':>8} {'states/s':>10} {'per worker':>11}"
@@ -100,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(counts) != 1 or len(verdicts) != 1:
         print("MISMATCH: the searches disagree on counts or verdicts", file=sys.stderr)
         return 1
-    ray.shutdown()
+    if started:
+        ray.shutdown()
     _, workers, report, seconds = rows[-1]
     one = rows[0][2].states / rows[0][3]
     print(

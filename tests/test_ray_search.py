@@ -28,6 +28,7 @@ from golden_targets import systems
 from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
+from test_cli_benchmarks import load as load_benchmark
 from test_fingerprints import GOLDEN_FIGURES
 from test_model_errors import jobs
 from test_parallel_explore import assert_traces_real, summary
@@ -198,6 +199,18 @@ def test_statecore_check_ray_reports_as_one_process(
     untimed = [re.sub(r"\d+\.\d+s|[\d,]+ states/s", "", out) for out in (ray_out, one_out)]
     assert untimed[0] == untimed[1]  # the verdicts, the traces, the coverage
     assert "FAIL request_state_seed000_p1: 1617 states" in ray_out
+
+
+@needs_ray
+def test_the_benchmark_prints_each_search_side_by_side(
+    cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = load_benchmark("ray_explore")
+    assert bench.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    for row in ("one process", "2 forked processes", "Ray, 1 actor", "Ray, 2 actors"):
+        assert re.search(rf"^{row} +3,243 +7,384 ", out, re.MULTILINE), row
+    assert out.splitlines()[-1].startswith("RESULT ray_states_per_s_per_worker=")
 
 
 # -- without Ray -----------------------------------------------------------------------
