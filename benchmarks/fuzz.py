@@ -415,6 +415,10 @@ def timed(machine: type[M], clock: Clock) -> type[M]:
                 raise
 
     Timed.__name__ = Timed.__qualname__ = machine.__name__
+    # Hypothesis keys a run by its class's source: `inspect.getsource` would parse
+    # this whole module at every run (tens of milliseconds, counted against both
+    # tools); a module it cannot open makes it fall back to the class name.
+    Timed.__module__ = f"{__name__}.timed"
     return Timed
 
 

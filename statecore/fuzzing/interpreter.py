@@ -23,13 +23,14 @@ not raise.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis import target
@@ -64,6 +65,8 @@ REPLAY = "replay"
 GUIDED = "guided"
 SEARCH = "search"
 SHRINK = "shrink"
+
+T = TypeVar("T")
 
 PROGRESS_INTERVAL = 0.5
 """Seconds between two calls of `fuzz`'s progress callback, at most."""
@@ -195,11 +198,18 @@ def state_machine(
     # and for every machine of the same system (the model is pure).
     expand = successors if successors is not None else shared_successors(system)
     swarm_draw = st.sets(st.sampled_from(labels))
-    pick = _Picker()
 
     class Fuzz(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
+            self._collector = _CollectorPause()
+            try:
+                self._build()
+            except BaseException:  # no teardown follows a machine that was never built
+                self._collector.end()
+                raise
+
+        def _build(self) -> None:
             self.adapter = adapter_factory()
             self.known = dict(self.adapter.known if known is None else known)
             record.examples[record.phase] += 1
@@ -215,9 +225,16 @@ def state_machine(
             self._cache: tuple[SystemState, list[SystemStep]] | None = None
             try:
                 self._check_conformance()
-            except Finding:  # no teardown follows a machine that was never built
+            except Finding:
                 self.adapter.teardown()
                 raise
+
+        def close(self) -> None:
+            """End the example: tear the implementation down, let the collector run again."""
+            try:
+                self.adapter.teardown()
+            finally:
+                self._collector.end()
 
         # -- model queries ---------------------------------------------------
 
@@ -300,9 +317,9 @@ def state_machine(
             if not steps:
                 return
             kinds = sorted({s.action.name for s in steps}, key=order.__getitem__)
-            kind = kinds[0] if len(kinds) == 1 else pick(data, tuple(kinds))
+            kind = kinds[0] if len(kinds) == 1 else _choose(data, kinds)
             options = [s for s in steps if s.action.name == kind]
-            chosen = options[0] if len(options) == 1 else pick(data, tuple(options))
+            chosen = options[0] if len(options) == 1 else _choose(data, options)
             self.take(chosen)
 
         # -- swarm and teardown ------------------------------------------------
@@ -316,7 +333,7 @@ def state_machine(
             """
             if not swarm:
                 return
-            off = set(pick.draw(data, swarm_draw))
+            off = set(_draw(data, swarm_draw))
             off -= initially
             for action in system.actions:
                 own = [label for label in labels if label.name == action.name]
@@ -338,7 +355,7 @@ def state_machine(
                     seen = record.taken[SEARCH]
                     novelty = sum(1 for t in self.covered if seen[t] <= 1)
                     target(float(len(self.covered) + 10 * novelty), label="model transitions")
-                self.adapter.teardown()
+                self.close()
                 record.tick()
 
         def finish(self) -> None:
@@ -425,33 +442,55 @@ def shared_successors(system: System) -> Callable[[SystemState], list[SystemStep
     return expand
 
 
-class _Picker:
-    """Draw one of a few elements as ``data.draw(st.sampled_from(elements))`` does.
+def _choose(data: st.DataObject, elements: Sequence[T]) -> T:
+    """One of `elements`, by the one integer draw ``st.sampled_from(elements)`` makes.
 
-    The same choices, so the same examples; but each strategy is built and
-    validated once, not at every step, and the draw skips `DataObject.draw`'s
-    bookkeeping for a printed reproduction (statecore prints its own trace).
+    The same choice, so the same examples; but no strategy is built or
+    validated at each step (a step's options are new lists of new model
+    steps), and the draw skips `DataObject.draw`'s bookkeeping for a printed
+    reproduction (statecore prints its own trace).
+    """
+    conjecture = getattr(data, "conjecture_data", None)
+    if conjecture is None:  # not Hypothesis' DataObject: its public draw
+        return data.draw(st.sampled_from(elements))
+    index: int = conjecture.draw_integer(0, len(elements) - 1)
+    return elements[index]
+
+
+def _draw(data: st.DataObject, strategy: st.SearchStrategy[T]) -> T:
+    """``data.draw(strategy)``, without the bookkeeping for a printed reproduction."""
+    conjecture = getattr(data, "conjecture_data", None)
+    if conjecture is None:
+        return data.draw(strategy)
+    drawn: T = conjecture.draw(strategy)
+    return drawn
+
+
+class _CollectorPause:
+    """Python's cyclic garbage collector paused for one example, resumed by `end`.
+
+    An example allocates model states, steps and observations at every step,
+    and most die with the step; each collection the allocations trigger
+    mid-example still walks the young objects, and promotes whatever the
+    example holds to the older generations, whose full collections walk the
+    whole heap (seconds with a large implementation, such as vLLM, imported).
+    Paused, nothing is collected mid-example; the example's cyclic garbage
+    goes at the first collection after it. Not paused when the collector was
+    off already, and never switched on by `end` then.
     """
 
-    LIMIT = 20_000
+    __slots__ = ("_paused",)
 
     def __init__(self) -> None:
-        self.strategies: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
+        self._paused = gc.isenabled()
+        if self._paused:
+            gc.disable()
 
-    def __call__(self, data: st.DataObject, elements: tuple[Any, ...]) -> Any:
-        strategy = self.strategies.get(elements)
-        if strategy is None:
-            if len(self.strategies) >= self.LIMIT:
-                self.strategies.clear()
-            strategy = self.strategies[elements] = st.sampled_from(elements)
-        return self.draw(data, strategy)
-
-    @staticmethod
-    def draw(data: st.DataObject, strategy: st.SearchStrategy[Any]) -> Any:
-        conjecture = getattr(data, "conjecture_data", None)
-        if conjecture is None:  # not Hypothesis' DataObject: its public draw
-            return data.draw(strategy)
-        return conjecture.draw(strategy)
+    def end(self) -> None:
+        """Let the collector run again (once; later calls do nothing)."""
+        if self._paused:
+            self._paused = False
+            gc.enable()
 
 
 def describe_mismatch(observed: object, expected: object) -> str:
@@ -494,5 +533,5 @@ def run_steps(machine: type[RuleBasedStateMachine], path: Sequence[SystemStep]) 
     except Finding as finding:
         return finding
     finally:
-        run.adapter.teardown()
+        run.close()
     return None
