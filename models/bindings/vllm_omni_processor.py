@@ -21,9 +21,9 @@ it records is compared after every step:
   generation left: a reused external id never sees the old request's entries.
 
 Every request of an even generation is a model-native codec stream: its
-processor sets ``meta.finished`` itself with ``codec_streaming`` (the adapter
-keeps it, CTA:812-820), to the request's own end, so its puts must read like
-any other's.
+processor sets ``meta.finished`` itself, a plain bool, with ``codec_streaming``
+(the adapter keeps it, CTA:812-820), to the request's own end, and
+``meta.is_segment_finished``, so its puts must read like any other's.
 """
 
 from __future__ import annotations
@@ -139,9 +139,13 @@ class ProcessorPart:
         if request.request_id not in self.codec:
             return self.classes.payload(request_id=request.request_id, generated_len=1)
         # A model-native codec stream: the processor sets meta.finished itself
-        # (CTA:817-820 keeps it), here to the request's own end, as the scheduler would.
+        # (CTA:817-820 keeps it), here to the request's own end, as the scheduler
+        # would, as a plain bool (CTA:870-874 reads either); and the segment flag.
         finished = bool(request.is_finished() and not request.resumable)
-        meta = self.meta_struct(finished=torch_bool(finished), codec_streaming=True)
+        segment_end = torch_bool(bool(is_finished) and not finished)
+        meta = self.meta_struct(
+            finished=finished, is_segment_finished=segment_end, codec_streaming=True
+        )
         return self.classes.payload(request_id=request.request_id, generated_len=1, meta=meta)
 
     def _processor_without_step_tokens(
