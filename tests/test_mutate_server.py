@@ -64,21 +64,30 @@ def test_a_package_is_never_preloaded_through_its_own_submodules(tmp_path: Path)
     assert dependencies(str(root / "__init__.py"), "pkgb") == ["os"]
 
 
-def test_a_module_its_dependencies_import_cannot_be_forked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = package(
-        tmp_path,
-        "pkgc",
-        {"__init__.py": "from . import impl\n", "impl.py": "from pkgc import helper\n"},
-    )
+def preloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, init: str) -> str:
+    """`preload` of pkgc.impl, whose package's ``__init__`` is `init`."""
+    root = package(tmp_path, "pkgc", {"__init__.py": init, "impl.py": "from pkgc import helper\n"})
     (root / "helper.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("pkgc", "pkgc.impl", "pkgc.helper"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    assert preload(str(root / "impl.py"), "pkgc.impl") == (
-        "importing its dependencies imports pkgc.impl itself"
-    )
+    return preload(str(root / "impl.py"), "pkgc.impl")
+
+
+def test_a_dependency_that_imports_the_module_is_left_to_the_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert preloaded(tmp_path, monkeypatch, "from . import impl\n") == ""
+    assert "pkgc.impl" not in sys.modules and "pkgc" not in sys.modules
+
+
+def test_a_dependency_that_goes_on_without_the_module_cannot_be_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init = "try:\n    from . import impl\nexcept ImportError:\n    impl = None\n"
+    why = preloaded(tmp_path, monkeypatch, init)
+    assert why == "pkgc imported without pkgc.impl (it caught the refusal)"
+    assert "pkgc.impl" not in sys.modules
 
 
 def test_an_unforkable_module_runs_in_fresh_processes(tmp_path: Path) -> None:

@@ -158,6 +158,7 @@ def mutation_json(report: Any, adapter: str) -> dict[str, Any]:
         "non_equivalent": report.non_equivalent,
         "counts": {status: report.count(status) for status in STATUSES},
         "seconds": round(report.seconds, 3),
+        "isolation": "forked child" if report.forked else "fresh process",
         "mutants": [
             {
                 "id": r.mutant.id,

@@ -12,23 +12,29 @@ so no mutant meets another or the unmutated code. The server waits for the
 child under the request's timeout, kills it past that, and answers with one
 JSON line: ``{"exit": code}`` or ``{"exit": "timeout"}``.
 
-If importing the dependencies imports the module itself (a package whose
-``__init__`` imports it, say), forking would hand every child the unmutated
-module: the server answers ``{"unforkable": why}`` to its first line, and
-``statecore mutate`` falls back to a fresh process per mutant.
+The server never imports the module: a dependency that would (a package
+whose ``__init__`` imports it, say) is refused it and left to each child
+(`preload`). Only if some module catches that refusal and goes on without
+the module would a child inherit it degraded: then the server answers
+``{"unforkable": why}`` to every line, and ``statecore mutate`` falls back
+to a fresh process per mutant.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
 import signal
 import sys
 import time
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, TextIO
 
 __all__ = ["dependencies", "preload", "serve"]
 
@@ -73,40 +79,78 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def preload(filename: str, module: str) -> str:
-    """Import `module`'s dependencies here; why forking cannot isolate it, or ""."""
+    """Import `module`'s dependencies here, never `module`; why forking cannot isolate it, or "".
+
+    A dependency may import `module` itself (a package ``__init__`` that
+    imports it): `_Withheld` refuses that import, so the dependency fails to
+    import here and is imported afresh in each child, while what it imported
+    first (the heavy libraries) stays. A module that catches the refusal and
+    goes on without `module` would reach the children degraded: then forking
+    cannot isolate the mutant.
+    """
     try:
         found = dependencies(filename, module)
     except (OSError, SyntaxError, ImportError):  # the child meets the same, and reports it
         found = []
-    for name in (*ALWAYS, *found):
-        try:
-            importlib.import_module(name)
-        except Exception:  # the child meets the same error, and reports it
-            continue
-    if module in sys.modules:
-        return f"importing its dependencies imports {module} itself"
+    withheld = _Withheld(module)
+    sys.meta_path.insert(0, withheld)
+    try:
+        for name in (*ALWAYS, *found):
+            try:
+                importlib.import_module(name)
+            except Exception:  # withheld, or broken: the child imports it, or reports it
+                continue
+    finally:
+        sys.meta_path.remove(withheld)
+    if module in sys.modules:  # imported before (by Python, or this server)
+        return f"{module} was imported before its dependencies"
+    degraded = sorted(name for name in withheld.importers if name in sys.modules)
+    if degraded:
+        return f"{', '.join(degraded)} imported without {module} (it caught the refusal)"
     return ""
+
+
+class _Withheld(importlib.abc.MetaPathFinder):
+    """Refuses to import `module` (and its submodules), noting who was importing it."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self.importers: set[str] = set()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.module and not fullname.startswith(self.module + "."):
+            return None
+        self.importers.update(
+            name
+            for name, loaded in list(sys.modules.items())
+            if getattr(getattr(loaded, "__spec__", None), "_initializing", False)
+        )
+        raise ImportError(f"{fullname} is imported by each mutant's child, not by the server")
 
 
 def serve(request: dict[str, Any]) -> None:
     """Answer each request line on stdin by forking a child that runs it (see the module doc)."""
+    # The answers get stdout to themselves: what imports and fuzzing print goes to stderr.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
     why = preload(request["filename"], request["module"])
     for line in sys.stdin:
         if why:
-            _answer({"unforkable": why})
+            _answer(answers, {"unforkable": why})
             continue
         job = json.loads(line)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child leaves through os._exit
             _child(job)
-        _answer({"exit": _wait(pid, job.get("timeout"))})
+        _answer(answers, {"exit": _wait(pid, job.get("timeout"))})
 
 
 def _child(job: dict[str, Any]) -> None:
-    """Run `job` as `mutate_worker.main` would, its output kept off the answer channel."""
+    """Run `job` as `mutate_worker.main` would."""
     code = 3
     try:
-        os.dup2(2, 1)  # what the fuzz prints must not reach the server's answers
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the child exits
         from .mutate_worker import write_result
 
@@ -133,9 +177,9 @@ def _wait(pid: int, timeout: float | None) -> int | str:
         pause = min(pause * 2, 0.05)
 
 
-def _answer(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+def _answer(answers: TextIO, message: dict[str, Any]) -> None:
+    answers.write(json.dumps(message) + "\n")
+    answers.flush()
 
 
 def main() -> int:
