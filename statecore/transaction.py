@@ -211,7 +211,7 @@ class Tx(Generic[G]):
         slot = self._slot(self.system.slot_index(component, key))
         if slot.snapshot is None:
             return None
-        return Handle(component, key, slot.generation)
+        return _new(Handle, (component, key, slot.generation))
 
     def snapshot(self, target: Handle | tuple[str, Hashable]) -> Snapshot | None:
         """The snapshot `target` refers to, or None if it is gone or stale."""
@@ -237,15 +237,15 @@ class Tx(Generic[G]):
         index = self.system.slot_index(component, key)
         generation = self._slot(index).generation + 1
         self.require(generation <= comp.max_generations, "generation bound reached")
-        self._write_slot(index, Slot(generation, comp.machine.initial_snapshot()))
-        return Handle(component, key, generation)
+        self._write_slot(index, _new(Slot, (generation, comp.machine.initial_snapshot())))
+        return _new(Handle, (component, key, generation))
 
     def retire(self, target: Handle | tuple[str, Hashable]) -> bool:
         """Remove the instance `target` refers to; False if it was already gone."""
         if not self.live(target):
             return False
         index = self.system.slot_index(target[0], target[1])
-        self._write_slot(index, Slot(self._slot(index).generation, None))
+        self._write_slot(index, _new(Slot, (self._slot(index).generation, None)))
         return True
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
@@ -282,7 +282,7 @@ class Tx(Generic[G]):
 
     def emit(self, output: Output) -> None:
         """Record an output of the action itself (e.g. the consumer received)."""
-        self._outputs.append(Emitted(None, output))
+        self._outputs.append(_new(Emitted, (None, output)))
 
     # -- result --------------------------------------------------------------
 
