@@ -538,6 +538,9 @@ SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
         "_send_single_request_for_generation",
         "delete-statement {}: sender_token.terminal_s",
     ),
+    # connector keys: a generation's successful puts take chunks 0, 1, ...
+    ("fifo", "_send_single_request_for_generation", "one-to-zero {}: self.put_req_chunk["),
+    ("fifo", "_send_single_request_for_generation", "swap-and-or {}: retiring_without_terminal"),
     # the argument shapes real callers pass finish_requests: a bare id, a list, None
     ("fifo", "finish_requests", "delete-statement {}: request_ids = (request_ids,)"),
     ("fifo", "finish_requests", "swap-is {}: elif request_ids is not None:"),

@@ -46,7 +46,11 @@ is, ``cancelled``, ``terminal_pending``, ``in_flight``), the save queue
 save thread is parked, the watermarks ``_segment_generation`` and
 ``requests_num_chunks_sent`` per external id, ``request_payload`` (the
 processor records which request created each entry), the arguments the
-processor parked in was called with, and the side tables.
+processor parked in was called with, the side tables, and each successful
+put's connector key ``{ext}_{stage}_{chunk}``: the model does not model keys,
+but each put is made under one of its sender generations, whose successful
+puts take chunks 0, 1, ... (a failed or retired completion advances nothing,
+and a new generation starts again at 0).
 
 The processor, its inputs (``is_finished`` as the flush signal,
 ``new_token_ids``, a codec stream's own ``meta.finished``) and the per-model
@@ -60,10 +64,10 @@ and ``_send_single_request``'s ``finally`` once the connector was called
 (the model's ``finish``). Aborts pass ``finish_requests`` a bare id, a list
 of ids and None (every request of the map) in turn, as real callers do.
 
-Below the model's abstraction (it does not model connector keys), one
-0.30.0 behaviour is not compared: a reused external id that joins a
-generation its failed terminal left behind continues the old key counter
-(its receiver polls key 0 first). The fake connector makes the shared-memory
+Below the model's abstraction, one 0.30.0 behaviour is not judged: a reused
+external id that joins a generation its failed terminal left behind
+continues that generation's keys (its receiver, keyed by a fresh internal
+id, polls key 0 first). The fake connector makes the shared-memory
 cleanup a no-op: `statecore.models.bindings.vllm_omni_shm` is this binding
 on the real ``SharedMemoryConnector``.
 
@@ -101,6 +105,7 @@ from ..chunk_transfer_records import (
     SEGMENT_END,
     TERMINAL,
     Shared,
+    Task,
 )
 from .vllm_omni_harness import (
     BASE_MODULE,
@@ -247,6 +252,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         self.aborts = 0
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
+        self.put_tasks: list[Task] = []  # the model's task of each successful put
         self.reset_processor()
 
     # -- lifecycle -----------------------------------------------------------------
@@ -263,6 +269,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         self.aborts = 0
         self.tokens = {}
         self.flight = None
+        self.put_tasks = []
 
     def make_connector(self) -> Any:
         """The connector the adapter puts to: the fake FIFO one of the harness."""
@@ -400,8 +407,14 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
 
     def _do_put(self, step: SystemStep, outcome: str) -> None:
         self._expect_parked("put")
+        made = len(self.connector.sent)
         self.baton.resume(outcome)
         self._settle()
+        if len(self.connector.sent) > made:  # the model's task it put, for its key
+            flight = self.system.view(step.state).get("in_flight")
+            if flight is None:
+                raise AdapterError("vllm-omni: a put with no task in flight in the model")
+            self.put_tasks.append(flight.task)
 
     def _do_finish(self, step: SystemStep) -> None:
         self._expect_parked("finish")
@@ -488,9 +501,21 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
             ("parked", self.baton.parked_at),
             ("watermarks", watermarks),
             ("request_payload", states),
+            ("keys", tuple(sent.key for sent in self.connector.sent)),
             ("processor_call", self.call),
             ("side_tables", self.side_tables()),
         )
+
+    def _expected_keys(self) -> tuple[str, ...]:
+        """Each successful put's connector key, ``{ext}_{stage}_{chunk}``: a sender
+        generation's puts take chunks 0, 1, ... (only a successful put advances
+        ``put_req_chunk``, CTA:853-860), and a new generation starts again at 0."""
+        stage = self.connector.stage_id
+        keys = []
+        for index, task in enumerate(self.put_tasks):
+            chunk = sum(earlier.sender == task.sender for earlier in self.put_tasks[:index])
+            keys.append(f"{external_id(task.sender.key)}_{stage}_{chunk}")
+        return tuple(keys)
 
     def expect(self, view: StateView[Shared]) -> Hashable:
         senders = tuple(
@@ -536,6 +561,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
             ("parked", PARKED_AT[None if flight is None else flight.phase]),
             ("watermarks", watermarks),
             ("request_payload", states),
+            ("keys", self._expected_keys()),
             ("processor_call", call),
             ("side_tables", ()),
         )

@@ -185,14 +185,9 @@ class SharedMemoryBinding(OmniChunkTransferAdapterBinding):
             run_save_task(self.adapter, queue.popleft())
 
     def _do_put(self, step: SystemStep, outcome: str) -> None:
-        made = len(self.connector.sent)
+        made = len(self.put_tasks)
         super()._do_put(step, outcome)
-        if len(self.connector.sent) > made:
-            flight = self.system.view(step.state).get("in_flight")
-            if flight is None:
-                raise AdapterError("vllm-omni-shm: a put with no task in flight in the model")
-            task = flight.task
-            (entry,) = self.connector.sent[made:]
+        for task, entry in zip(self.put_tasks[made:], self.connector.sent[made:]):
             self.puts.append(ShmPut(entry.key, task.sender, task.kind == TERMINAL))
             if task.kind == TERMINAL:
                 self.terminal_sent.add(task.sender)
