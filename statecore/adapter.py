@@ -17,6 +17,7 @@ live next to the models and import their heavy dependencies themselves.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -149,6 +150,11 @@ class Baton:
     lock used as a binary semaphore (a handoff is one release and one
     acquire, cheaper than a condition variable), and re-checks `_turn` after
     waking, so a wake-up left over from a timed-out wait is ignored.
+
+    Every call runs on a thread of its own, so per-thread state
+    (``threading.local``) of one call never reaches the next; the thread is
+    started ahead of time (see `_Spare`) by the call before, once that call
+    is over, so `start` seldom waits for a thread to be created.
     """
 
     def __init__(self, timeout: float = 10.0) -> None:
@@ -188,11 +194,12 @@ class Baton:
                 self._error = exc
             self._done = True
             self._hand_to("main")
+            _Spare.refill()  # for the next call, while the main thread goes on
 
         self._turn = "worker"
         # A new thread per call, as ever: code that keeps per-thread state
         # (threading.local) sees no state a previous call left.
-        threading.Thread(target=work, daemon=True, name="statecore-baton").start()
+        _Spare.run(work)
         self._wait_for("main")
         return self.parked_at
 
@@ -254,6 +261,66 @@ class Baton:
                 )
 
 
+class _Spare:
+    """A thread started ahead of time that runs one call, given later, and ends.
+
+    Starting a thread costs a few handoffs between threads (the new one must
+    run before ``Thread.start`` returns), hundreds of microseconds on a busy
+    machine. A call that ends starts the spare for the next one (`refill`)
+    after handing control back, so that cost leaves the lockstep's path. At
+    most one spare waits per process; `run` starts a thread as before when
+    there is none. A forked child starts with none (the parent's is not there).
+    """
+
+    _lock = threading.Lock()
+    _waiting: _Spare | None = None
+
+    def __init__(self) -> None:
+        self._go = _Signal()
+        self._job: Callable[[], None] | None = None
+
+    @classmethod
+    def run(cls, job: Callable[[], None]) -> None:
+        """Run `job` on a thread that never ran anything else: the spare, or a new one."""
+        with cls._lock:
+            spare, cls._waiting = cls._waiting, None
+        if spare is None:
+            threading.Thread(target=job, daemon=True, name="statecore-baton").start()
+            return
+        spare._job = job
+        spare._go.set()
+
+    @classmethod
+    def refill(cls) -> None:
+        """Start a spare if none waits."""
+        if cls._waiting is not None:
+            return
+        spare = cls()
+        try:
+            threading.Thread(target=spare._serve, daemon=True, name="statecore-baton").start()
+        except RuntimeError:  # no thread now (the interpreter exits): `run` starts one later
+            return
+        with cls._lock:
+            if cls._waiting is None:
+                cls._waiting = spare
+                return
+        spare._go.set()  # another call filled the place first: end this one
+
+    def _serve(self) -> None:
+        self._go.wait(None)
+        if self._job is not None:
+            self._job()
+
+    @classmethod
+    def _forget(cls) -> None:
+        cls._lock = threading.Lock()
+        cls._waiting = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Spare._forget)
+
+
 class _Signal:
     """A wake-up for one waiting thread: a lock used as a binary semaphore."""
 
@@ -269,8 +336,9 @@ class _Signal:
         except RuntimeError:  # already set, and not yet taken: one wake-up is enough
             pass
 
-    def wait(self, timeout: float) -> bool:
-        return self._lock.acquire(timeout=timeout)
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for the wake-up, at most `timeout` seconds (None: for ever)."""
+        return self._lock.acquire(timeout=-1 if timeout is None else timeout)
 
 
 class SystemAdapter(Adapter):
