@@ -88,31 +88,6 @@ def test_baton_runs_one_thread_at_a_time() -> None:
     assert overlaps == [False, False, False]
 
 
-def test_a_baton_call_on_the_spare_thread_runs_on_a_fresh_thread() -> None:
-    """The thread started ahead for the next call has run nothing: no threading.local leaks."""
-    from statecore.adapter import _Spare
-
-    local = threading.local()
-    baton = Baton(timeout=5)
-    seen: list[object] = []
-    spares: list[object] = []
-
-    def call() -> None:
-        seen.append(getattr(local, "mark", None))
-        local.mark = "left by an earlier call"
-        baton.park("midway")
-
-    for _ in range(3):
-        deadline = time.monotonic() + 5
-        while _Spare._waiting is None and time.monotonic() < deadline:
-            time.sleep(0.001)  # the previous call starts the spare after it ends
-        spares.append(_Spare._waiting)
-        assert baton.start(call) == "midway"
-        assert baton.resume() is None
-    assert seen == [None, None, None]
-    assert all(spares[1:]) and len({id(s) for s in spares[1:]}) == 2  # each spare used once
-
-
 def test_baton_reports_a_call_that_never_hands_back_control() -> None:
     baton = Baton(timeout=0.2)
     release = threading.Event()

@@ -208,13 +208,21 @@ def test_a_threaded_adapter_runs_in_forked_workers(tmp_path: Path) -> None:
     assert all(w.steps > 0 for w in report.workers)
 
 
-def test_each_baton_call_runs_on_a_fresh_thread() -> None:
-    """Per-thread state an implementation keeps (threading.local) never leaks into the next call."""
+@pytest.mark.parametrize("on_spare", [False, True], ids=["at-once", "on-the-spare"])
+def test_each_baton_call_runs_on_a_fresh_thread(on_spare: bool) -> None:
+    """Per-thread state an implementation keeps (threading.local) never leaks into the next call.
+
+    Also when the call runs on the spare thread the call before started for it.
+    """
     import threading
+    import time
+
+    from statecore.adapter import _Spare
 
     local = threading.local()
     baton = Baton(timeout=5)
     seen: list[object] = []
+    spares: list[object] = []
 
     def call() -> None:
         seen.append(getattr(local, "mark", None))
@@ -222,9 +230,15 @@ def test_each_baton_call_runs_on_a_fresh_thread() -> None:
         baton.park("midway")
 
     for _ in range(3):
+        deadline = time.monotonic() + 5
+        while on_spare and _Spare._waiting is None and time.monotonic() < deadline:
+            time.sleep(0.001)  # the call before starts the spare once it has ended
+        spares.append(_Spare._waiting)
         assert baton.start(call) == "midway"
         assert baton.resume() is None
     assert seen == [None, None, None]
+    if on_spare:  # each call took a spare of its own
+        assert all(spares[1:]) and len({id(s) for s in spares[1:]}) == 2
 
 
 def test_an_adapter_that_cannot_run_in_a_worker_is_one_line(tmp_path: Path) -> None:
