@@ -30,13 +30,14 @@ from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
 from test_cli_benchmarks import load as load_benchmark
 from test_fingerprints import GOLDEN_FIGURES
-from test_model_errors import jobs
+from test_model_errors import jobs, running
 from test_parallel_explore import assert_traces_real, summary
 
 from statecore.check.explore import explore
 from statecore.check.ray_search import RayError, ray_explore
 from statecore.cli import main
-from statecore.errors import ActionRaisedError
+from statecore.errors import ActionRaisedError, PropertyRaisedError
+from statecore.properties import always
 from statecore.registry import bundled
 from statecore.system import Action, Tx
 
@@ -173,6 +174,20 @@ def test_an_action_that_raises_on_an_actor_is_reported_as_one_process_reports_it
         ray_explore(_raising_jobs, workers=2)
     assert str(two.value).splitlines()[0] == str(one.value).splitlines()[0]
     assert two.value.trace is not None and len(two.value.trace) == 2
+
+
+def _jobs_with_a_raising_property() -> Any:
+    prop = always("boom", "raises at two running", lambda v: 1 // (2 - running(v)) >= 0)
+    return jobs(properties=(prop,))
+
+
+@needs_ray
+def test_a_property_that_raises_on_an_actor_is_reported_with_its_trace(cluster: Any) -> None:
+    with pytest.raises(PropertyRaisedError) as raised:
+        ray_explore(_jobs_with_a_raising_property, workers=2, stop_on_violation=False)
+    assert "property 'boom' raised ZeroDivisionError" in str(raised.value).splitlines()[0]
+    last = raised.value.trace.steps[-1].state  # type: ignore[attr-defined]
+    assert sum(1 for slot in last.slots if slot.snapshot.state == "running") == 2
 
 
 @needs_ray
