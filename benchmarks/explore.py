@@ -32,8 +32,13 @@ plus, with workers, N times the largest worker's) over the states, less the
 memory before the search; ``store B/st`` is what the fingerprint store's
 arrays hold per state.
 
+``--reductions N`` prints symmetry's and POR's factors on chunk_transfer at two ids
+(and why each is what it is); ``--complete-budget 600`` runs the scale goal: that
+model checked completely with 64-bit fingerprints on 2 workers, within 600 s and 4 GB.
+
 Run: ``python benchmarks/explore.py [--quick] [--budget SECONDS] [--no-symmetry]
-[--profile] [--gc-off] [--no-models] [--no-stores] [--ct-states N]``. Seconds are
+[--profile] [--gc-off] [--no-models] [--no-stores] [--ct-states N] [--reductions N]
+[--complete-budget SECONDS]``. Seconds are
 wall-clock (the rate is wall-clock too); ``cpu s`` is the process time, the figure to
 trust on a busy machine (with workers: theirs too). The last line is
 ``RESULT distinct_states_per_s=<x> largest_states=<n>``.
@@ -57,6 +62,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from scale_goal import goal_run, reduction_factors
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
 
 from statecore import Event, Machine, State, Transition, Var, out
@@ -385,6 +391,18 @@ def main() -> None:
         help="the state bound of chunk_transfer at two ids (0: none, a complete run)",
     )
     parser.add_argument(
+        "--complete-budget",
+        type=float,
+        default=0.0,
+        help="seconds for the complete check of chunk_transfer at two ids (0: skip it; goal: 600)",
+    )
+    parser.add_argument(
+        "--reductions",
+        type=int,
+        default=0,
+        help="print symmetry's and POR's factors on chunk_transfer at two ids, this many states",
+    )
+    parser.add_argument(
         "--gc-off",
         action="store_true",
         help="diagnostic: disable Python's cyclic GC, to show what its full-heap scans cost",
@@ -433,6 +451,10 @@ def main() -> None:
             + (f", bounded at {ct_bound:,} states" if ct_bound else ""),
             ct_bound or None,
         )
+    if args.reductions:
+        reduction_factors(args.reductions)
+    if args.complete_budget:
+        goal_run(args.complete_budget, 2)
     if best is None:
         print("RESULT distinct_states_per_s=0 largest_states=0")
         return

@@ -1,0 +1,172 @@
+"""The scale goal on chunk_transfer at two ids, for `benchmarks/explore.py`.
+
+``ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1)`` checked
+completely on this machine: 64-bit fingerprints, 2 worker processes, within a
+time budget (the goal: 600 s) and 4 GB; and what symmetry and partial-order
+reduction each take off it, with the reason when a factor is 1.00 (measured
+on the complete two-id space without saves, and on the first N states of the
+goal's). Run directly (``python benchmarks/scale_goal.py BUDGET WORKERS``) it is
+the complete check alone, printing its figures as one JSON line.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from statecore.models.chunk_transfer import ChunkTransferConfig, build
+
+from statecore.check.explore import Progress, Report, explore
+from statecore.check.memory import resident_memory
+from statecore.system import System
+
+
+class _OverBudget(Exception):
+    pass
+
+
+CT_TWO_IDS = ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1)
+GOAL_BYTES = 4 << 30  # the goal's memory bound, shared by the coordinator and the workers
+COORDINATOR_BYTES = 512 << 20  # kept back for the coordinator; the workers share the rest
+
+
+def complete_check(budget: float, workers: int) -> dict[str, Any]:
+    """chunk_transfer at two ids with 64-bit fingerprints on `workers` processes, for `budget` s."""
+    system = build(CT_TWO_IDS)
+    before = resident_memory()
+    last: list[Progress] = []
+
+    def watch(p: Progress) -> None:
+        last.append(p)
+        if p.seconds > budget:
+            raise _OverBudget
+
+    cpu = time.process_time()
+    try:
+        report: Report | None = explore(
+            system,
+            stop_on_violation=False,
+            fingerprints=64,
+            workers=workers,
+            max_memory=(GOAL_BYTES - COORDINATOR_BYTES) // workers,
+            progress=watch,
+        )
+    except _OverBudget:
+        report = None
+    cpu = time.process_time() - cpu
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu += children.ru_utime + children.ru_stime
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if workers > 1:
+        peak += workers * children.ru_maxrss * 1024 - before * workers
+    states = report.states if report is not None else last[-1].states if last else 0
+    return {
+        "states": states,
+        "depth": report.depth if report is not None else last[-1].depth if last else 0,
+        "complete": report is not None and report.complete,
+        "seconds": report.seconds if report is not None else last[-1].seconds if last else 0.0,
+        "cpu": cpu,
+        "bytes": max(0, peak - before) / max(1, states),
+        "peak": peak,
+        "judged": 0 if report is None else sum(r.verdict != "unknown" for r in report.results),
+        "properties": len(system.properties),
+        "stop": "over budget" if report is None else report.stop,
+    }
+
+
+def reduction_factors(bound: int) -> None:
+    """Symmetry and POR on chunk_transfer at two ids: each factor, and why it is what it is.
+
+    Symmetry on the complete two-id space without saves; POR there and on the
+    first `bound` states of the goal's space (where both searches stop at the
+    bound, so the share of states reduced is the figure, not the factor).
+    """
+    from statecore.check import reduction
+
+    reducers: list[Any] = []
+    original = reduction.Reducer.__init__
+
+    def keep(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        reducers.append(self)
+
+    print(f"\n{'chunk_transfer, two ids':<44}{'plain':>10}{'reduced':>10}{'factor':>8}  why")
+    print("-" * 110)
+    small = ChunkTransferConfig(ids=2, generations=1, saves=0, segments=0)
+    for label, config, limit in (
+        ("ids=2 generations=1 saves=0 (complete)", small, None),
+        (f"ids=2 generations=2 saves=1 (first {bound:,})", CT_TWO_IDS, bound),
+    ):
+        plain = explore(build(config), symmetry=False, stop_on_violation=False, max_states=limit)
+        if plain.complete:  # a bounded row could stop before the guard meets what it checks
+            sym = explore(build(config), symmetry=True, stop_on_violation=False)
+            why = sym.notes[0].split("; every state")[0].split("off: ")[-1] if sym.notes else "on"
+            factor = plain.states / max(1, sym.states)
+            print(f"  symmetry  {label:<34}{plain.states:>10}{sym.states:>10}{factor:>8.2f}  {why}")
+        reduction.Reducer.__init__ = keep  # type: ignore[method-assign]
+        try:
+            por = explore(build(config), por=True, stop_on_violation=False, max_states=limit)
+        finally:
+            reduction.Reducer.__init__ = original  # type: ignore[method-assign]
+        last = reducers[-1]
+        share = last.reduced / max(1, last.reduced + last.full)
+        factor = plain.states / max(1, por.states) if plain.complete else 1.0
+        print(
+            f"  POR       {label:<34}{plain.states:>10}{por.states:>10}{factor:>8.2f}  "
+            f"{share:.1%} of states with a proper ample set; {visible_share(build(config), limit)}"
+        )
+
+
+def visible_share(system: System, limit: int | None) -> str:
+    """How many enabled steps write a location an undecided always/sometimes reads (C2)."""
+    from statecore.check import reduction
+
+    counts = [0, 0]
+    original = reduction.Reducer.ample
+
+    def ample(self: Any, node: Any, steps: Any, *rest: Any) -> Any:
+        chosen = original(self, node, steps, *rest)
+        if not self.grown:
+            for step_ in steps:
+                writes = self._footprint(self.index[step_.action], node[0])[1]
+                counts[0] += bool(writes & self.visible)
+                counts[1] += 1
+        return chosen
+
+    reduction.Reducer.ample = ample  # type: ignore[method-assign,assignment]
+    try:
+        explore(system, por=True, stop_on_violation=False, max_states=limit)
+    finally:
+        reduction.Reducer.ample = original  # type: ignore[method-assign]
+    share = counts[0] / max(1, counts[1])
+    return f"{share:.1%} of enabled steps write what an undecided always/sometimes reads"
+
+
+def goal_run(budget: float, workers: int) -> None:
+    """The complete check of chunk_transfer at two ids, in a fresh process."""
+    print(
+        f"\nchunk_transfer ids=2 generations=2 saves=1 segments=1, complete: 64-bit fingerprints, "
+        f"{workers} workers, budget {budget:.0f} s, {GOAL_BYTES >> 30} GB"
+    )
+    command = [sys.executable, __file__, str(budget), str(workers)]
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    got = json.loads(out.stdout.splitlines()[-1])
+    done = "complete" if got["complete"] else f"NOT complete ({got['stop']})"
+    print(
+        f"  {got['states']:,} states, depth {got['depth']}, {got['seconds']:.0f} s, "
+        f"{got['cpu']:.0f} cpu s ({got['states'] / max(got['cpu'], 1e-9):.0f} states/cpu s), "
+        f"{got['bytes']:.0f} B/state, peak {got['peak'] / 2**30:.2f} GB: {done}; "
+        f"{got['judged']}/{got['properties']} properties judged"
+    )
+
+
+if __name__ == "__main__":
+    gc.disable()
+    print(json.dumps(complete_check(float(sys.argv[1]), int(sys.argv[2]))))
