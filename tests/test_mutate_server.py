@@ -64,30 +64,48 @@ def test_a_package_is_never_preloaded_through_its_own_submodules(tmp_path: Path)
     assert dependencies(str(root / "__init__.py"), "pkgb") == ["os"]
 
 
-def preloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, init: str) -> str:
-    """`preload` of pkgc.impl, whose package's ``__init__`` is `init`."""
+def preloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, init: str, outside: str = "") -> str:
+    """`preload` of pkgc.impl, whose package's ``__init__`` is `init`; it imports `outside`."""
     root = package(tmp_path, "pkgc", {"__init__.py": init, "impl.py": "from pkgc import helper\n"})
     (root / "helper.py").write_text("")
+    if outside:
+        (root / "impl.py").write_text("import extc\nfrom pkgc import helper\n")
+        package(tmp_path, "extc", {"__init__.py": outside, "sub.py": ""})
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("pkgc", "pkgc.impl", "pkgc.helper"):
+    for name in ("pkgc", "pkgc.impl", "pkgc.helper", "extc", "extc.sub"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     return preload(str(root / "impl.py"), "pkgc.impl")
 
 
-def test_a_dependency_that_imports_the_module_is_left_to_the_children(
+def test_the_modules_own_package_is_left_to_the_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert preloaded(tmp_path, monkeypatch, "from . import impl\n") == ""
     assert "pkgc.impl" not in sys.modules and "pkgc" not in sys.modules
 
 
+def test_an_outside_dependency_is_preloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert preloaded(tmp_path, monkeypatch, "", outside="from . import sub\n") == ""
+    assert "extc.sub" in sys.modules and "pkgc" not in sys.modules
+
+
 def test_a_dependency_that_goes_on_without_the_module_cannot_be_forked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    init = "try:\n    from . import impl\nexcept ImportError:\n    impl = None\n"
-    why = preloaded(tmp_path, monkeypatch, init)
-    assert why == "pkgc imported without pkgc.impl (it caught the refusal)"
+    outside = "try:\n    import pkgc.impl\nexcept ImportError:\n    pass\n"
+    why = preloaded(tmp_path, monkeypatch, "", outside=outside)
+    assert why == "extc imported without pkgc.impl (it caught the refusal)"
     assert "pkgc.impl" not in sys.modules
+
+
+def test_a_failed_import_that_leaves_a_submodule_behind_cannot_be_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = "from . import sub\nimport pkgc.impl\n"  # extc fails; extc.sub stays
+    why = preloaded(tmp_path, monkeypatch, "", outside=outside)
+    assert why == "extc.sub imported without its package"
 
 
 def test_an_unforkable_module_runs_in_fresh_processes(tmp_path: Path) -> None:

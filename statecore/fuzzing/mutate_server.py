@@ -4,20 +4,20 @@ Importing the code under test can take far longer than fuzzing one mutant
 (vLLM-Omni's adapter: 15-50 s of imports against a 20 s fuzz). So on a
 platform with ``fork``, ``statecore mutate`` starts one server per job
 (``python -m statecore.fuzzing.mutate_server``). It imports what the module
-imports at its top level, never the module itself, and then, for each request
-line on stdin, forks a child that runs `mutate_worker.run` exactly as a fresh
+imports at its top level from outside its own package (the heavy libraries),
+never the module itself, and then, for each request
+line on stdin, forks a child that runs `mutate_worker.run` as a fresh
 process would: the mutant's import hook goes in before the module's first
 import. Every child is a copy of a process that never imported the module,
 so no mutant meets another or the unmutated code. The server waits for the
 child under the request's timeout, kills it past that, and answers with one
 JSON line: ``{"exit": code}`` or ``{"exit": "timeout"}``.
 
-The server never imports the module: a dependency that would (a package
-whose ``__init__`` imports it, say) is refused it and left to each child
-(`preload`). Only if some module catches that refusal and goes on without
-the module would a child inherit it degraded: then the server answers
-``{"unforkable": why}`` to every line, and ``statecore mutate`` falls back
-to a fresh process per mutant.
+The server never imports the module: a dependency that would is refused it
+and left to each child (`preload`). Where a child could still differ from a
+fresh process (`preload` says when), the server answers ``{"unforkable":
+why}`` to every line, and ``statecore mutate`` falls back to a fresh
+process per mutant.
 """
 
 from __future__ import annotations
@@ -79,23 +79,29 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def preload(filename: str, module: str) -> str:
-    """Import `module`'s dependencies here, never `module`; why forking cannot isolate it, or "".
+    """Import `module`'s outside dependencies here, never `module`; why forking cannot isolate it.
 
-    A dependency may import `module` itself (a package ``__init__`` that
-    imports it): `_Withheld` refuses that import, so the dependency fails to
-    import here and is imported afresh in each child, while what it imported
-    first (the heavy libraries) stays. A module that catches the refusal and
-    goes on without `module` would reach the children degraded: then forking
-    cannot isolate the mutant.
+    Only dependencies outside `module`'s own top-level package are imported
+    (the heavy libraries: those are what take long), so a child imports the
+    package itself as a fresh process would, in the same order. A dependency
+    that would import `module` is refused it (`_Withheld`) and fails here,
+    left to each child. Forking cannot isolate the mutant, and a reason is
+    returned, if `module` is imported all the same, if a module caught the
+    refusal and went on without it (a child would inherit it degraded), or if
+    a failed import left a submodule behind without its package (a child
+    would import the package in another order).
     """
     try:
         found = dependencies(filename, module)
     except (OSError, SyntaxError, ImportError):  # the child meets the same, and reports it
         found = []
+    top = module.split(".")[0]
+    outside = [name for name in found if name.split(".")[0] != top]
+    before = set(sys.modules)
     withheld = _Withheld(module)
     sys.meta_path.insert(0, withheld)
     try:
-        for name in (*ALWAYS, *found):
+        for name in (*ALWAYS, *outside):
             try:
                 importlib.import_module(name)
             except Exception:  # withheld, or broken: the child imports it, or reports it
@@ -107,19 +113,29 @@ def preload(filename: str, module: str) -> str:
     degraded = sorted(name for name in withheld.importers if name in sys.modules)
     if degraded:
         return f"{', '.join(degraded)} imported without {module} (it caught the refusal)"
+    failed = {name for name in withheld.seen if name not in sys.modules}
+    added = set(sys.modules) - before
+    orphans = sorted(name for name in added if name.rpartition(".")[0] in failed)
+    if orphans:
+        return f"{', '.join(orphans)} imported without its package"
     return ""
 
 
 class _Withheld(importlib.abc.MetaPathFinder):
-    """Refuses to import `module` (and its submodules), noting who was importing it."""
+    """Refuses to import `module` (and its submodules), noting who was importing it.
+
+    First on ``sys.meta_path``, it also sees every import attempted (`seen`).
+    """
 
     def __init__(self, module: str) -> None:
         self.module = module
         self.importers: set[str] = set()
+        self.seen: set[str] = set()
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        self.seen.add(fullname)
         if fullname != self.module and not fullname.startswith(self.module + "."):
             return None
         self.importers.update(
