@@ -12,8 +12,8 @@ missed: where the bindings are blind.
 
 Before that, in the same run and with the same budget, it measures the bindings as they
 were before the shared-memory binding and the processor inputs (`BEFORE`: the four
-systems, the ``vllm-omni`` processor without codec streams and side tables), so the two
-figures are side by side.
+systems, ``vllm-omni`` without codec streams, side tables and ``finish_requests(None,
+...)``), so the two figures are side by side.
 
 Run with the vLLM stack and coverage.py installed:
 ``python benchmarks/coverage.py [--budget SECONDS] [--seed N]``. The last line is
@@ -71,7 +71,7 @@ BOUND = (*BEFORE, ("chunk_transfer", "vllm-omni-shm"))
 
 
 class FirstBinding(OmniChunkTransferAdapterBinding):
-    """``vllm-omni`` as first bound: no codec streams, no side tables written."""
+    """``vllm-omni`` as first bound: no codec streams, no side tables, no None ids."""
 
     processor_inputs = False
 

@@ -371,7 +371,8 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         request = self.requests[ext]
         status = self.classes.status.FINISHED_ABORTED
         rid = request.request_id
-        ids: Any = (rid, [rid], None)[self.aborts % 3]
+        shapes = (rid, [rid], None) if self.processor_inputs else (rid, [rid])
+        ids: Any = shapes[self.aborts % len(shapes)]
         self.aborts += 1
         self.adapter.finish_requests(ids, status, {rid: request})
         request.status = status

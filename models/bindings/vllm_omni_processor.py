@@ -85,8 +85,9 @@ class ProcessorPart:
     takes_step_tokens = True
     """Whether the processor declares ``new_token_ids`` (CTA:345-359 passes them only then)."""
     processor_inputs = True
-    """Whether every other request is a codec stream and the processor writes the side
-    tables (False: the processor of the first bindings, for a before/after measurement)."""
+    """Whether every other request is a codec stream, the processor writes the side
+    tables and aborts pass None as well (False: the first binding, no codec streams, no
+    side tables, a bare id and a list only; for a before/after measurement)."""
 
     def reset_processor(self) -> None:
         """Forget what the processor recorded (a new example)."""
