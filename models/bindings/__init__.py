@@ -1,7 +1,9 @@
 """Adapter bindings: real code driven in lockstep with a model by the fuzzer.
 
 `vllm_omni` binds vLLM-Omni 0.30.0's ``OmniChunkTransferAdapter`` (with its
-harness and the re-introduced bugs of the mutation benchmark) to
-``chunk_transfer``; `request_state` and `stream_edge` bind the reference
-implementations of `statecore.models.implementations`.
+harness, its processor and the re-introduced bugs of the mutation benchmark)
+to ``chunk_transfer``, and `vllm_omni_shm` does the same on its real
+``SharedMemoryConnector``; `vllm_omni_segments` and `vllm_omni_receiver` bind
+it to ``segments`` and ``receiver_system``; `request_state` and `stream_edge`
+bind the reference implementations of `statecore.models.implementations`.
 """
