@@ -34,8 +34,11 @@ under without a successful terminal of that generation (the cleanup's
 business: then it must be gone). A cleanup task still queued behind the task
 in flight, and a key a later put reused, are left out of the comparison.
 
-A 0.30.0 behaviour the model does not express (it does not model connector
-keys), so it is masked here and shown by a directed test instead: after a
+Its processor does not declare ``new_token_ids`` (the other shape the
+adapter handles, CTA:343-359), so it must not be passed them.
+
+A 0.30.0 behaviour the model does not express (its consumer reads one FIFO,
+not keys), so it is masked here and shown by a directed test instead: after a
 successful terminal, a request that reuses the external id starts again at
 key 0 and overwrites the old request's segments the consumer has not read.
 """
