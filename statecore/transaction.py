@@ -161,6 +161,7 @@ class Tx(Generic[G]):
                 first[location] = value
         reads = tuple([item for item in first.items() if item[1] is not _WROTE])
         slots, values = self._slots, self._values
+        self._g = None  # the globals reader refers back to this Tx: no cycle left for the collector
         order = sorted(written)
         return TxRecord(
             reads,
@@ -289,5 +290,6 @@ class Tx(Generic[G]):
     def result(self) -> tuple[SystemState, tuple[Emitted, ...], tuple[TakenTransition, ...]]:
         """The state built so far, with the outputs and transitions recorded."""
         self._whole = True
+        self._g = None  # as in record: break the reader's cycle (`g` makes a new one if read again)
         state = SystemState(tuple(self._slots), tuple(self._values))
         return state, tuple(self._outputs), tuple(self._taken)
