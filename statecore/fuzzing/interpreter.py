@@ -477,14 +477,27 @@ class _CollectorPause:
     Paused, nothing is collected mid-example; the example's cyclic garbage
     goes at the first collection after it. Not paused when the collector was
     off already, and never switched on by `end` then.
+
+    The first example of a process also moves the heap that exists then (the
+    implementation and its imports, the model) to the collector's permanent
+    generation (`gc.freeze`, after collecting the young generations), so the
+    full collections fuzzing's own allocations trigger walk only those, not
+    the implementation's libraries; cyclic garbage among the frozen objects
+    is not reclaimed in this process.
     """
 
     __slots__ = ("_paused",)
+    _froze = False
 
     def __init__(self) -> None:
         self._paused = gc.isenabled()
-        if self._paused:
-            gc.disable()
+        if not self._paused:
+            return
+        gc.disable()
+        if not _CollectorPause._froze:
+            _CollectorPause._froze = True
+            gc.collect(1)
+            gc.freeze()
 
     def end(self) -> None:
         """Let the collector run again (once; later calls do nothing)."""
