@@ -190,6 +190,8 @@ def test_a_module_imported_before_any_adapter_code_cannot_be_mutated() -> None:
         (["--functions", "open", "--module", "statecore.models.nowhere"], "nowhere"),
         (["--functions", " , "], "--functions: give at least one function"),
         (["--functions", "open", "--jobs", "0"], "--jobs 0"),
+        (["--functions", "open", "--also", "segments"], "--also segments: give a target and"),
+        (["--functions", "open", "--also", "nowhere:x"], "nowhere"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str) -> None:

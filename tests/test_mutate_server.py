@@ -8,6 +8,7 @@ and reported as timed out.
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -169,3 +170,26 @@ def test_forked_and_fresh_runs_give_the_same_verdicts() -> None:
     assert (forked, fresh) == (True, False)
     assert with_fork == without
     assert {status for _, status, _, _ in with_fork} == {"killed", "equivalent", "survived"}
+
+
+def test_a_mutant_alive_after_the_first_fuzz_is_fuzzed_through_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bundled binding never checks cleanup()'s value for an unknown id; this one does.
+    tests = str(Path(__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([tests, *sys.path]))
+    checking = (TARGET, "mutate_bindings:CleanupReturnBinding")
+    report = mutate(
+        TARGET,
+        ADAPTER,
+        MODULE,
+        ["cleanup"],
+        budget=None,
+        max_examples=5,
+        only=[KILLABLE, SURVIVOR],
+        also=[checking],
+    )
+    by = {r.mutant.id: (r.status, r.by) for r in report.results}
+    assert by[KILLABLE] == ("killed", f"{TARGET} / {ADAPTER}")  # the first fuzz kills it
+    assert by[SURVIVOR] == ("killed", f"{TARGET} / {checking[1]}")
+    assert report.also == (checking,)

@@ -72,8 +72,30 @@ def add_mutate_parser(sub: Any) -> None:
         metavar="TEXT",
         help="only the mutants whose id contains TEXT (repeatable)",
     )
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="TARGET:ADAPTER",
+        help="another target and adapter that drive the module: a mutant the first fuzz "
+        "leaves alive is fuzzed through each in turn (repeatable)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON report")
     p.set_defaults(func=cmd_mutate)
+
+
+def also_pairs(values: list[str]) -> list[tuple[str, str]]:
+    """``TARGET:ADAPTER`` values as pairs; a malformed one is a usage error."""
+    pairs = []
+    for value in values:
+        target, colon, adapter = value.partition(":")
+        if not (colon and target and adapter):
+            raise UsageError(
+                f"--also {value}: give a target and an adapter, e.g. "
+                f"--also segments:vllm-omni-segments"
+            )
+        pairs.append((target, adapter))
+    return pairs
 
 
 def default_equivalents() -> Path:
@@ -96,10 +118,14 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise UsageError("--functions: give at least one function name (e.g. --functions open)")
     if args.equivalents is not None and not args.equivalents.is_file():
         raise UsageError(f"--equivalents {args.equivalents}: no such file")
+    also = also_pairs(args.also)
     # What importing the adapter and the module prints goes to stderr: stdout is the report.
     with contextlib.redirect_stdout(sys.stderr):
         resolve_target(args.target)
         _, _, spec = resolve_adapter_guarded(args.target, args.adapter)
+        for target, adapter in also:
+            resolve_target(target)
+            resolve_adapter_guarded(target, adapter)
         source_mutants(module_file(args.module), functions)  # an unknown function fails here
     equivalents = load_equivalents(
         args.equivalents or default_equivalents(), args.target, args.module
@@ -126,6 +152,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         equivalents=equivalents,
         only=args.only,
         on_result=progress,
+        also=also,
     )
     for stale in report.stale:
         print(
@@ -159,6 +186,7 @@ def mutation_json(report: Any, adapter: str) -> dict[str, Any]:
         "counts": {status: report.count(status) for status in STATUSES},
         "seconds": round(report.seconds, 3),
         "isolation": "forked child" if report.forked else "fresh process",
+        "also": [f"{target} / {adapter}" for target, adapter in report.also],
         "mutants": [
             {
                 "id": r.mutant.id,
@@ -178,6 +206,7 @@ def mutation_json(report: Any, adapter: str) -> dict[str, Any]:
                     "steps": r.steps,
                     "phase": r.phase or None,
                     "found_after": r.found_after,
+                    "by": r.by,
                 },
                 "reason": r.reason or (r.detail if r.status == "crashed" else None),
             }
@@ -194,12 +223,15 @@ def print_mutation(report: Any, adapter: str) -> None:
         f"{report.target} / {adapter}: {len(report.results)} mutants of {report.module} "
         f"({functions})"
     )
+    for target, other in report.also:
+        print(f"  then, for a mutant still alive: {target} / {other}")
     for r in report.results:
         print(f"  {r.status:<10} {r.mutant.where}  {r.mutant.kind} {r.mutant.function}")
         print(f"             {r.mutant.code}")
         print(f"          -> {r.mutant.changed}")
         if r.status != "survived":
-            print(f"             {r.summary()}")
+            by = f" by {r.by}" if report.also and r.by else ""
+            print(f"             {r.summary()}{by}")
     survivors = [r for r in report.results if r.status == "survived"]
     if survivors:
         print("survivors (declare an equivalent one in the equivalents file, with its reason):")

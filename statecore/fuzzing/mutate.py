@@ -77,6 +77,7 @@ class MutantResult:
     phase: str = ""
     found_after: float | None = None
     reason: str = ""  # why it is equivalent, as declared
+    by: str = ""  # "target / adapter" whose fuzz killed it
 
     def summary(self) -> str:
         """``killed (crash, 3 steps, guided 0.02s)``, ``equivalent: <reason>``, ..."""
@@ -107,6 +108,7 @@ class MutationReport:
     stale: tuple[str, ...] = field(default=())  # declared equivalents no mutant has
     never_called: tuple[str, ...] = field(default=())  # functions the unmutated run never ran
     forked: bool = False  # each mutant ran in a child of a process that imported its dependencies
+    also: tuple[tuple[str, str], ...] = field(default=())  # more (target, adapter) pairs fuzzed
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -194,6 +196,7 @@ def mutate(
     only: Sequence[str] = (),
     on_result: Callable[[int, int, MutantResult], None] | None = None,
     fork: bool = True,
+    also: Sequence[tuple[str, str]] = (),
 ) -> MutationReport:
     """Fuzz every mutant of `functions` of `module` through `adapter` against `target`.
 
@@ -201,7 +204,10 @@ def mutate(
     `max_examples` search examples) of fuzzing; `jobs` processes run at
     once. `equivalents` maps mutant ids to the reason they are equivalent;
     `only` keeps the mutants whose id contains one of its strings. `on_result`
-    is called with (done, total, result) as each mutant finishes. With `fork`
+    is called with (done, total, result) as each mutant finishes. `also` names
+    more (target, adapter) pairs that drive the same module: a mutant the first
+    fuzz leaves alive is fuzzed through each in turn, with the same budget, and
+    is killed by the first that finds something. With `fork`
     (where the platform has it), each process is a child forked from a server
     that imported the module's dependencies once (`statecore.fuzzing.mutate_server`).
     """
@@ -220,6 +226,7 @@ def mutate(
         "budget": budget,
         "max_examples": max_examples,
         "seed": seed,
+        "also": [list(pair) for pair in also],
     }
     with Runner(request, fork=fork) as runner:
         baseline, wall = runner.run({**request, "mutant": None}, timeout=None)
@@ -263,6 +270,7 @@ def mutate(
         stale,
         never,
         forked,
+        tuple(also),
     )
 
 
@@ -285,7 +293,8 @@ def _check_baseline(outcome: dict[str, Any], module: str) -> None:
         raise StatecoreError("the unmutated run did not finish")
     if outcome["status"] == KILLED:
         raise StatecoreError(
-            f"the unmutated implementation already fails ({outcome.get('kind', '')} "
+            f"the unmutated implementation already fails under {outcome.get('by', '')} "
+            f"({outcome.get('kind', '')} "
             f"{outcome.get('property', '')}: {outcome.get('detail', '')}); mutants of it "
             f"say nothing until 'statecore fuzz' passes"
         )
@@ -313,6 +322,7 @@ def _result(
         phase=outcome.get("phase", ""),
         found_after=outcome.get("found_after"),
         reason=reason,
+        by=outcome.get("by", ""),
     )
 
 

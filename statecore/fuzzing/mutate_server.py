@@ -32,6 +32,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, TextIO
@@ -171,6 +172,8 @@ def _child(job: dict[str, Any]) -> None:
         from .mutate_worker import write_result
 
         code = write_result(job)
+    except BaseException:  # the server reads the last line of stderr as the reason
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

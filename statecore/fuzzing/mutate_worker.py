@@ -72,7 +72,10 @@ def install(module: str, filename: str, functions: Sequence[str], mutant_id: str
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
-    """Fuzz the request's target through its adapter, the mutant (if any) in place."""
+    """Fuzz the request's target through its adapter, the mutant (if any) in place.
+
+    Then each ``also`` pair (target, adapter) in turn, until one finds something.
+    """
     started = time.perf_counter()
     module = request["module"]
     if module in sys.modules:
@@ -87,28 +90,37 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     from ..registry import resolve_adapter
     from .fuzz import fuzz
 
-    system, factory, _ = resolve_adapter(request["target"], request["adapter"])
     called: set[str] = set()
     if request["mutant"] is None:
         _watch_calls(request["filename"], called)
-    try:
-        report = fuzz(
-            system,
-            factory,
-            budget=request["budget"],
-            max_examples=request["max_examples"],
-            seed=request["seed"],
-        )
-    except AdapterError as exc:
-        return {"status": "killed", "kind": "setup", "property": "setup", "detail": str(exc)}
-    except Exception as exc:  # the fuzz itself could not go on with this implementation
-        return {"status": "killed", "kind": "error", "property": "fuzz", "detail": _text(exc)}
+    fuzz_seconds = 0.0
+    finding, found_in, found_after, by = None, "", None, ""
+    for target, adapter in [(request["target"], request["adapter"]), *request.get("also", ())]:
+        by = f"{target} / {adapter}"
+        system, factory, _ = resolve_adapter(target, adapter)
+        try:
+            report = fuzz(
+                system,
+                factory,
+                budget=request["budget"],
+                max_examples=request["max_examples"],
+                seed=request["seed"],
+            )
+        except AdapterError as exc:
+            killed = {"kind": "setup", "property": "setup", "detail": str(exc)}
+            return {"status": "killed", **killed, "by": by}
+        except Exception as exc:  # the fuzz itself could not go on with this implementation
+            killed = {"kind": "error", "property": "fuzz", "detail": _text(exc)}
+            return {"status": "killed", **killed, "by": by}
+        fuzz_seconds += report.seconds
+        finding, found_in, found_after = report.finding, report.found_in, report.found_after
+        if finding is not None:
+            break
     sys.setprofile(None)
-    finding = report.finding
     outcome: dict[str, Any] = {
         "status": "survived" if finding is None else "killed",
         "seconds": round(time.perf_counter() - started, 3),
-        "fuzz_seconds": round(report.seconds, 3),
+        "fuzz_seconds": round(fuzz_seconds, 3),
         "imported": module in sys.modules,
         "called": sorted(called),
     }
@@ -118,8 +130,9 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             property=finding.property_id,
             detail=finding.detail.splitlines()[0] if finding.detail else "",
             steps=len(finding.trace),
-            phase=report.found_in,
-            found_after=None if report.found_after is None else round(report.found_after, 3),
+            phase=found_in,
+            found_after=None if found_after is None else round(found_after, 3),
+            by=by,
         )
     return outcome
 
