@@ -555,6 +555,7 @@ SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
     ("fifo", "_clear_sender_state_locked", "delete-statement {}: self._pending_streaming_prefills"),
     ("fifo", "_clear_sender_state_locked", "delete-statement {}: cached_ic.pop("),
     ("fifo", "_clear_sender_state_locked", "delete-statement {}: self.put_req_chunk.pop("),
+    ("fifo", "_clear_sender_state_locked", "delete-statement {}: self.code_prompt_token_ids"),
     # the processor's inputs: the flush signal, new_token_ids, a processor-set meta.finished
     ("fifo", "_send_single_request_for_generation", 'swap-and-or {}: "is_finished": is_segment_'),
     ("fifo", "_send_single_request_for_generation", 'delete-statement {}: processor_kwargs["new_'),

@@ -52,11 +52,13 @@ PROCESSOR_TABLES = (
     "_cached_ic",
     "_adaptive_states",
     "_pending_streaming_prefills",
+    "code_prompt_token_ids",
 )
 """Per-model side tables a processor writes per external id (``_qwen3_tts_emitted_frames``
 and ``_cached_ic`` as qwen3_tts.py does; ``_adaptive_states`` and
 ``_pending_streaming_prefills`` stand for the adaptive chunk-size and streaming-prefill
-state): segment-scoped ones are popped at a segment end, all with the sender state."""
+state; ``code_prompt_token_ids`` for the codec codes a producer accumulates):
+segment-scoped ones are popped at a segment end, all with the sender state."""
 SENDER_TABLES = (*PROCESSOR_TABLES, "put_req_chunk", "ramp_chunk_count")
 """Every per-external-id sender table that must not outlive ``request_payload[ext]``."""
 
