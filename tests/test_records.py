@@ -152,7 +152,7 @@ def test_reads_are_logged_per_field() -> None:
     (state,) = system.init_states()
     tx: Tx[Shared] = Tx(system, state)
     assert tx.g.served == ()
-    assert [location for location, _ in tx._reads()] == [~1]
+    assert [location for location, _ in tx.record().reads] == [~1]
 
 
 def test_view_reads_the_record() -> None:
