@@ -47,6 +47,26 @@ def bundled_names() -> list[Any]:
     ]
 
 
+def assert_golden_figures(report: Report, golden: dict[str, Any]) -> None:
+    """`report` has `golden`'s counts and notes, and each property its verdict and trace length."""
+    assert (report.states, report.transitions, report.depth, report.complete) == (
+        golden["states"],
+        golden["transitions"],
+        golden["depth"],
+        golden["complete"],
+    )
+    found = {
+        r.property.id: (r.verdict, None if r.trace is None else len(r.trace.actions))
+        for r in report.results
+    }
+    expected = {
+        pid: (v["verdict"], None if v["trace"] is None else len(v["trace"]))
+        for pid, v in golden["verdicts"].items()
+    }
+    assert found == expected
+    assert list(report.notes[: len(golden["notes"])]) == golden["notes"]
+
+
 class Pair(NamedTuple):
     a: Any
     b: Any

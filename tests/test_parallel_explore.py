@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
-from test_fingerprints import GOLDEN_FIGURES, bundled_names
+from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures, bundled_names
 from test_model_errors import jobs, running
 
 from statecore.check.explore import explore
@@ -93,22 +93,7 @@ def test_two_workers_on_every_bundled_target(name: str) -> None:
     golden = GOLDEN_FIGURES[name]["symmetry"]
     bits = 64 if len(name) % 2 else 0  # half of them with fingerprints
     report = explore(systems()[name](), stop_on_violation=False, workers=2, fingerprints=bits)
-    assert (report.states, report.transitions, report.depth, report.complete) == (
-        golden["states"],
-        golden["transitions"],
-        golden["depth"],
-        golden["complete"],
-    )
-    found = {
-        r.property.id: (r.verdict, None if r.trace is None else len(r.trace.actions))
-        for r in report.results
-    }
-    expected = {
-        pid: (v["verdict"], None if v["trace"] is None else len(v["trace"]))
-        for pid, v in golden["verdicts"].items()
-    }
-    assert found == expected
-    assert list(report.notes[: len(golden["notes"])]) == golden["notes"]
+    assert_golden_figures(report, golden)
 
 
 # -- errors and bounds ---------------------------------------------------------------

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
 from test_cli_benchmarks import load as load_benchmark
-from test_fingerprints import GOLDEN_FIGURES
+from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures
 from test_model_errors import jobs, running
 from test_parallel_explore import assert_traces_real, summary
 
@@ -96,22 +96,7 @@ def test_two_actors_on_bundled_targets_find_what_one_process_finds(
     golden = GOLDEN_FIGURES[name]["symmetry"]
     build = factory(name)
     report = ray_explore(build, workers=2, stop_on_violation=False, fingerprints=bits)
-    assert (report.states, report.transitions, report.depth, report.complete) == (
-        golden["states"],
-        golden["transitions"],
-        golden["depth"],
-        golden["complete"],
-    )
-    found = {
-        r.property.id: (r.verdict, None if r.trace is None else len(r.trace.actions))
-        for r in report.results
-    }
-    expected = {
-        pid: (v["verdict"], None if v["trace"] is None else len(v["trace"]))
-        for pid, v in golden["verdicts"].items()
-    }
-    assert found == expected
-    assert list(report.notes[: len(golden["notes"])]) == golden["notes"]
+    assert_golden_figures(report, golden)
     assert_traces_real(build(), report)
 
 
