@@ -29,7 +29,19 @@ import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from statecore import Event, Field, Instance, Machine, Outcome, Snapshot, State, Transition, Var
+from statecore import (
+    Event,
+    Field,
+    Instance,
+    Machine,
+    Outcome,
+    Prepared,
+    Snapshot,
+    State,
+    Transition,
+    Var,
+    prepare,
+)
 from statecore.errors import FireError
 from statecore.machine_parts import Effect
 
@@ -43,7 +55,7 @@ from .segment_watermark import (
     unbounded_watermark_machine,
 )
 
-__all__ = ["ABSENT", "Counts", "fire", "presence_machine"]
+__all__ = ["ABSENT", "Counts", "fire", "presence_machine", "save"]
 
 
 class Counts(NamedTuple):
@@ -56,9 +68,11 @@ class Counts(NamedTuple):
 
     def changed(self, changes: Mapping[str, Any]) -> Counts:
         """These counts with a checked effect's `changes` applied."""
-        return Counts(changes.get("expected", self.expected), changes.get("sent", self.sent))
+        get = changes.get
+        return _new_counts(Counts, (get("expected", self[0]), get("sent", self[1])))
 
 
+_new_counts = tuple.__new__  # `Counts(...)` without NamedTuple's Python-level __new__
 ABSENT = Counts()
 
 _WITNESS = Counts(expected=1, sent=1)
@@ -141,30 +155,70 @@ def presence_machine() -> Machine:
     )
 
 
+def _prepared_saves(machine: Machine) -> dict[tuple[str, bool, bool, bool], Prepared]:
+    """Every ``save`` the presence machine can be fired with, keyed (kind, counter, late, below)."""
+    return {
+        (kind, counter, is_late, below): prepare(
+            machine, "save", kind=kind, counter=counter, late=is_late, below=below
+        )
+        for kind in KINDS
+        for counter in BOOL
+        for is_late in BOOL
+        for below in BOOL
+    }
+
+
 def fire(mark: Instance, counts: Counts, event: str, /, **payload: Any) -> tuple[Outcome, Counts]:
     """Fire `event` on `mark` (a `presence_machine` instance) and apply it to `counts`.
 
     A ``save`` carries the checked machine's payload (``kind``, ``generation``,
     ``confirmed``, ``counter``); the machine is fired with the comparisons.
     """
-    if event != "save":
-        outcome = mark.fire(event, **payload)
-    else:
-        generation, confirmed = payload["generation"], payload["confirmed"]
-        if not (isinstance(generation, int) and isinstance(confirmed, int)):
-            raise FireError(
-                f"machine 'segment_watermark', event 'save': generation={generation!r} and "
-                f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
-            )
-        outcome = mark.fire(
-            "save",
-            kind=payload["kind"],
-            counter=payload["counter"],
-            late=late(counts, payload),  # type: ignore[arg-type]
-            below=below_sent(counts, payload),  # type: ignore[arg-type]
+    if event == "save":
+        return save(mark, counts, payload)
+    outcome = mark.fire(event, **payload)
+    return outcome, _applied(outcome, counts, payload)
+
+
+def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Counts]:
+    """`fire` of ``save``: `payload` is the checked machine's (the hot path of every save).
+
+    The presence machine's payloads are prepared once per machine (`_prepared_saves`),
+    so a save costs the two comparisons, a memo lookup and the taken effect.
+    """
+    generation, confirmed = payload["generation"], payload["confirmed"]
+    if not (isinstance(generation, int) and isinstance(confirmed, int)):
+        raise FireError(
+            f"machine 'segment_watermark', event 'save': generation={generation!r} and "
+            f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
         )
+    kind, counter = payload["kind"], payload["counter"]
+    is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
+    prepared = None
+    if type(kind) is str and type(counter) is bool:  # as `fire`'s memo key, 1 is not True
+        prepared = _SAVES[mark.machine].get((kind, counter, is_late, below))
+    if prepared is None:  # outside the declared domains: the machine says why
+        outcome = mark.fire("save", kind=kind, counter=counter, late=is_late, below=below)
+    else:
+        outcome = mark.fire_prepared(prepared)
+    return outcome, _applied(outcome, counts, payload)
+
+
+def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:
+    """`counts` after the checked effect of the transition `outcome` took, if any."""
     transition = outcome.transition
     effect = None if transition is None else EFFECTS[transition.name]
     if effect is None:
-        return outcome, counts
-    return outcome, counts.changed(effect(counts, payload) or {})  # type: ignore[arg-type]
+        return counts
+    return counts.changed(effect(counts, payload) or {})  # type: ignore[arg-type]
+
+
+class _Saves(dict[Machine, dict[tuple[str, bool, bool, bool], Prepared]]):
+    """`_prepared_saves` of each presence machine, built on its first save."""
+
+    def __missing__(self, machine: Machine) -> dict[tuple[str, bool, bool, bool], Prepared]:
+        saves = self[machine] = _prepared_saves(machine)
+        return saves
+
+
+_SAVES = _Saves()

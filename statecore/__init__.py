@@ -19,7 +19,7 @@ from .errors import (
     StatecoreError,
     TransitionError,
 )
-from .runtime import Instance, clear_memo, memo_size, verify_memo
+from .runtime import Instance, Prepared, clear_memo, memo_size, prepare, verify_memo
 from .semantics import ACCEPTED, IGNORED, REJECTED, Outcome, step
 
 __version__ = "0.1.0"
@@ -40,6 +40,7 @@ __all__ = [
     "Machine",
     "Outcome",
     "Output",
+    "Prepared",
     "ReentrantFireError",
     "Snapshot",
     "State",
@@ -50,6 +51,7 @@ __all__ = [
     "clear_memo",
     "memo_size",
     "out",
+    "prepare",
     "step",
     "verify_memo",
 ]

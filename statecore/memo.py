@@ -171,6 +171,28 @@ def remember(
             memo.entries += 1
 
 
+def remember_alias(
+    machine: Machine, node: Node, alias: object, key: object, entry: tuple[Outcome, Node]
+) -> None:
+    """File `entry` under `alias` too, if `node` files it under `key` (and the memo has room).
+
+    The alias is a prepared event (`statecore.runtime.Prepared`), hashed and
+    compared by identity, so it never meets a `key`; it stands for `key` only,
+    and only where `key`'s own entry was remembered.
+    """
+    memo = memo_of(machine)
+    with _STORE:
+        if (
+            memo.entries < CACHE_LIMIT
+            and node.shared
+            and key is not None
+            and node.edges.get(key) is entry
+            and alias not in node.edges
+        ):
+            node.edges[alias] = entry
+            memo.entries += 1
+
+
 def edge_key(event: str, payload: dict[str, Any]) -> object:
     """The edge key of a fire: payload values with their types (so 1 and True differ).
 

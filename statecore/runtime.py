@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from . import memo as _memo
@@ -69,9 +70,11 @@ __all__ = [
     "Instance",
     "Listener",
     "Memo",
+    "Prepared",
     "clear_memo",
     "impurity",
     "memo_size",
+    "prepare",
     "remembered_step",
     "verify_memo",
 ]
@@ -121,6 +124,52 @@ class _Stepping(tuple[Any, ...]):
 
 
 _new_tuple = tuple.__new__
+
+
+class Prepared:
+    """An event and its payload, fixed once and fired many times (`Instance.fire_prepared`).
+
+    A hot path fires the same few events over and over (a save thread's
+    ``begin`` and ``end`` on every chunk). Building and hashing the memo key
+    from keyword arguments costs more than the memo lookup itself, so
+    `prepare` builds the key once, and the memo also files each step under
+    the prepared event itself, hashed by identity. The step, the memo entry
+    and the outcome are `fire`'s. Immutable.
+    """
+
+    __slots__ = ("event", "key", "payload")
+
+    event: str
+    payload: Mapping[str, Any]
+    key: object
+    """`statecore.memo.edge_key` of the event and payload; None if a value is unhashable."""
+
+    def __init__(self, event: str, payload: Mapping[str, Any]) -> None:
+        payload = dict(payload)  # the caller's dict may change later; this may not
+        key = _key(event, payload)
+        try:
+            hash(key)
+        except TypeError:  # an unhashable value: every fire computes its step, as `fire` does
+            key = None
+        for name, value in (("event", event), ("payload", MappingProxyType(payload)), ("key", key)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Prepared event is immutable; prepare another ({name!r})")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in self.payload.items())
+        return f"Prepared({self.event!r}{', ' if fields else ''}{fields})"
+
+
+def prepare(machine: Machine, event: str, /, **payload: Any) -> Prepared:
+    """`event` with `payload`, checked against `machine`'s declaration, ready to fire.
+
+    An undeclared event or a payload without exactly the event's fields
+    raises `FireError` here, once, instead of on the hot path.
+    """
+    check_fire(machine, event, payload)
+    return Prepared(event, payload)
 
 
 class Instance:
@@ -194,6 +243,34 @@ class Instance:
         if self._listeners and outcome[0] is ACCEPTED:
             self._notify(outcome)
         return outcome
+
+    def fire_prepared(self, prepared: Prepared) -> Outcome:
+        """`fire` of a `prepare`d event: the same step, memo entry and outcome."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            node = self._node
+            entry = node.edges.get(prepared)
+            if entry is None:
+                entry = self._prepared_step(node, prepared)
+            outcome, self._node = entry
+        finally:
+            lock.release()
+        if self._listeners and outcome[0] is ACCEPTED:
+            self._notify(outcome)
+        return outcome
+
+    def _prepared_step(self, node: _Node, prepared: Prepared) -> tuple[Outcome, _Node]:
+        """The edge under `prepared`'s key (computed if missing), filed under `prepared` too."""
+        entry = node.edges.get(prepared.key)
+        if entry is None:
+            entry = self._step(node, prepared.event, dict(prepared.payload))
+        _memo.remember_alias(self.machine, node, prepared, prepared.key, entry)
+        return entry
+
+    def _fire_prepared_verified(self, prepared: Prepared) -> Outcome:
+        """`fire_prepared` under `verify_memo`: `fire`'s sampled re-check."""
+        return self._fire_verified(prepared.event, **prepared.payload)
 
     def _fire_verified(self, event: str, /, **payload: Any) -> Outcome:
         """`fire`, re-running `step` on sampled memo hits (`verify_memo`)."""
@@ -372,6 +449,9 @@ def verify_memo(every: int) -> int:
     _verify_every = every
     _verify_hits = 0
     Instance.fire = Instance._fire_verified if every else _fast_fire  # type: ignore[method-assign]
+    Instance.fire_prepared = (  # type: ignore[method-assign]
+        Instance._fire_prepared_verified if every else _fast_fire_prepared
+    )
     return previous
 
 
@@ -391,6 +471,7 @@ def _every_from_environment() -> int:
 
 
 _fast_fire = Instance.fire
+_fast_fire_prepared = Instance.fire_prepared
 verify_memo(_every_from_environment())
 
 

@@ -38,7 +38,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .checked_sender import GenerationPayloads, SenderGeneration, Watermarks
+from .checked_sender import (
+    BEGIN,
+    CLEANUP,
+    END,
+    SAVE_TERMINAL,
+    GenerationPayloads,
+    SenderGeneration,
+    Watermarks,
+)
 
 __all__ = [
     "CTA_MODULE",
@@ -147,7 +155,7 @@ class CheckedSenderMixin:
                     token = self._sender_tokens[ext] = SenderGeneration(request.request_id)
                     self.request_payload.open(ext, token)
                 if is_finished:
-                    token.fire("save_terminal")
+                    token.fire_prepared(SAVE_TERMINAL)
                 task["sender_token"] = token
                 self._pending_save_reqs.append(task)
         if refusal is not None:
@@ -178,7 +186,7 @@ class CheckedSenderMixin:
         with self._sender_state_lock:
             began = (
                 self._sender_tokens.get(ext) is token
-                and token.fire("begin", terminal=terminal).accepted
+                and token.fire_prepared(BEGIN[terminal]).accepted
             )
         if not began:
             _LOG.debug("Discarding stale queued chunk for aborted request %s", ext)
@@ -190,7 +198,7 @@ class CheckedSenderMixin:
             raise
         finally:
             with self._sender_state_lock:
-                if token.fire("end", terminal=terminal).snapshot.state == "reclaimed":
+                if token.fire_prepared(END[terminal]).snapshot.state == "reclaimed":
                     self._reclaim_locked(ext, token)
 
     def _release_terminal_fence(self, external_req_id: str, sender_token: Any) -> None:
@@ -324,7 +332,7 @@ class CheckedSenderMixin:
             token = self._sender_tokens.get(external_req_id)
             if token is None:
                 self._clear_sender_state_locked(external_req_id)
-            elif token.fire("cleanup").snapshot.state == "reclaimed":
+            elif token.fire_prepared(CLEANUP).snapshot.state == "reclaimed":
                 self._reclaim_locked(external_req_id, token)
 
     def _reclaim_locked(self, ext: str, token: SenderGeneration) -> None:

@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from statecore import Instance, Outcome
+from statecore import Instance, Outcome, Prepared, prepare
 
 from .. import segment_watermark_runtime as watermark
 from ..request_state_machines import request_state_machine
@@ -40,7 +40,11 @@ from ..segment_watermark_runtime import ABSENT, Counts, presence_machine
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
+    "BEGIN",
+    "CLEANUP",
+    "END",
     "PAYLOAD_NAMESPACE",
+    "SAVE_TERMINAL",
     "GenerationPayloads",
     "SenderGeneration",
     "Watermarks",
@@ -53,6 +57,21 @@ WATERMARK = presence_machine()
 PAYLOAD_NAMESPACE = "request_payload"
 """The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
 REQUEST_STATE = request_state_machine((PAYLOAD_NAMESPACE,))
+
+# The events the adapter fires on every chunk, prepared once (`statecore.prepare`).
+SAVE_TERMINAL = prepare(SENDER_GENERATION, "save_terminal")
+BEGIN = {
+    terminal: prepare(SENDER_GENERATION, "begin", terminal=terminal) for terminal in (False, True)
+}
+"""``begin`` by whether the task is the terminal."""
+END = {t: prepare(SENDER_GENERATION, "end", terminal=t) for t in (False, True)}
+"""``end`` by whether the task is the terminal."""
+CLEANUP = prepare(SENDER_GENERATION, "cleanup")
+_RELEASE = prepare(REQUEST_STATE, "release")
+_GET_OR_CREATE = prepare(REQUEST_STATE, "get_or_create", namespace=PAYLOAD_NAMESPACE)
+_PAYLOAD_EVENTS = {
+    event: prepare(REQUEST_STATE, event) for event in ("complete_segment", "send_failed")
+}
 
 _CANCELLED = frozenset({"draining", "retiring"})
 _TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
@@ -67,15 +86,17 @@ class SenderGeneration:
     cleanup, which no property depends on.
     """
 
-    __slots__ = ("fire", "machine", "num_puts", "owner", "terminal_sent")
+    __slots__ = ("fire", "fire_prepared", "machine", "num_puts", "owner", "terminal_sent")
 
     fire: Callable[..., Outcome]
-    """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine
-    (the instance's own ``fire``: the save thread calls it twice per chunk)."""
+    """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine."""
+    fire_prepared: Callable[[Prepared], Outcome]
+    """Fire `SAVE_TERMINAL`, `BEGIN`, `END` or `CLEANUP` (the save thread does, twice per chunk)."""
 
     def __init__(self, owner: str) -> None:
         self.machine = Instance(SENDER_GENERATION)
         self.fire = self.machine.fire
+        self.fire_prepared = self.machine.fire_prepared
         self.owner = owner  # the internal id of the request whose save opened it
         self.num_puts = 0
         self.terminal_sent = False
@@ -133,15 +154,13 @@ class Watermarks:
         mark = self._marks.get(ext)
         if mark is None:
             mark = self._marks[ext] = Instance(WATERMARK)
-        outcome, self._counts[ext] = watermark.fire(
-            mark,
-            self._counts.get(ext, ABSENT),
-            "save",
-            kind=kind,
-            generation=generation,
-            confirmed=confirmed,
-            counter=counter,
-        )
+        payload = {
+            "kind": kind,
+            "generation": generation,
+            "confirmed": confirmed,
+            "counter": counter,
+        }
+        outcome, self._counts[ext] = watermark.save(mark, self._counts.get(ext, ABSENT), payload)
         [output] = outcome.outputs
         return "admitted" if output.name == "admitted" else str(output.get("reason"))
 
@@ -222,7 +241,7 @@ class GenerationPayloads(dict[str, Any]):
         super().pop(ext, None)
         old = self._states.get(ext)
         if old is not None:
-            old[1].fire("release")
+            old[1].fire_prepared(_RELEASE)
         self._states[ext] = (owner, Instance(REQUEST_STATE))
 
     def complete_segment(self, ext: str, owner: object) -> None:
@@ -237,7 +256,7 @@ class GenerationPayloads(dict[str, Any]):
         """``_clear_sender_state_locked``: the generation is released with its entry."""
         held = self._states.pop(ext, None)
         if held is not None:
-            held[1].fire("release")
+            held[1].fire_prepared(_RELEASE)
         super().pop(ext, None)
 
     def status(self, ext: str) -> str | None:
@@ -248,13 +267,13 @@ class GenerationPayloads(dict[str, Any]):
     def _fire(self, ext: str, owner: object, event: str) -> None:
         held = self._states.get(ext)
         if held is not None and held[0] is owner:
-            held[1].fire(event)
+            held[1].fire_prepared(_PAYLOAD_EVENTS[event])
 
     # -- the dict the processors see --------------------------------------------------
 
     def _admits(self, ext: str) -> bool:
         held = self._states.get(ext)
-        if held is not None and held[1].fire("get_or_create", namespace=PAYLOAD_NAMESPACE):
+        if held is not None and held[1].fire_prepared(_GET_OR_CREATE):
             return True
         _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
         return False
