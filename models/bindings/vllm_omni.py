@@ -62,7 +62,8 @@ token count (one per save, from zero after a rebuilt prompt) and its
 is_segment_finished=True)``. The save thread also parks between the send
 and ``_send_single_request``'s ``finally`` once the connector was called
 (the model's ``finish``). Aborts pass ``finish_requests`` a bare id, a list
-of ids and None (every request of the map) in turn, as real callers do.
+of ids, None (every request of the map) and a list that also names a request
+the scheduler already freed, in turn, as real callers do.
 
 Below the model's abstraction, one 0.30.0 behaviour is not judged: a reused
 external id that joins a generation its failed terminal left behind
@@ -191,6 +192,9 @@ KNOWN_0_30_0: Mapping[str, str] = {
     ),
 }
 """Properties vLLM-Omni 0.30.0 is known to violate, with the reason."""
+
+FREED_REQUEST = "freed-request"
+"""An internal id no scheduler map holds, which some aborts name (a request already freed)."""
 
 
 FUZZ_BOUNDS: Mapping[str, Any] = {"ids": 2, "generations": 3, "saves": 3, "segments": 2}
@@ -367,11 +371,14 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         # MIX.finish_requests -> adapter.finish_requests, before vLLM's own
         # Scheduler.finish_requests sets the status.
         # Real callers pass a bare id (MIX:943), a list of ids, or None for every
-        # request of the map (MIX:951-972): in turn, so each shape runs.
+        # request of the map (MIX:951-972): in turn, so each shape runs. MIX passes
+        # the ids it was given with its own map, so a list may name a request the
+        # scheduler already freed (an abort racing its finish): CTA:1601-1604 skip it.
         request = self.requests[ext]
         status = self.classes.status.FINISHED_ABORTED
         rid = request.request_id
-        shapes = (rid, [rid], None) if self.processor_inputs else (rid, [rid])
+        freed = [FREED_REQUEST, rid]
+        shapes = (rid, [rid], None, freed) if self.processor_inputs else (rid, [rid])
         ids: Any = shapes[self.aborts % len(shapes)]
         self.aborts += 1
         self.adapter.finish_requests(ids, status, {rid: request})
