@@ -6,7 +6,13 @@ Needs the real stack (``tox -e vllm``); skipped without it.
     flight drops the late chunk (the commit barrier, CTA:528-533), in lockstep;
 (b) fuzzing: no finding and every transition of both machines taken;
 (c) mutation check: the commit barrier removed (the ``receiver_no_recheck``
-    variant's bug, patched into the real class) is found.
+    variant's bug, patched into the real class) is found;
+(d) single-point mutants of the receiving side that only the binding's wire shapes
+    (connector misses that raise or return an empty payload, the payload shapes of
+    `vllm_omni_receiver_payloads`, the scheduler's cleanup paths) and its comparisons
+    of the load entry, ``is_done_receiving_chunks`` and the request fields a commit
+    writes reach: each is found by fuzzing;
+(e) directed runs of those shapes in lockstep.
 """
 
 from __future__ import annotations
@@ -28,15 +34,17 @@ from statecore.system import ActionLabel, SystemState
 pytest.importorskip("vllm_omni")
 
 from statecore.models.bindings.vllm_omni import real_classes
+from statecore.models.bindings.vllm_omni_mutants import source_mutant, source_mutant_id
 
 REAL = real_classes()
 (R,) = REQ.values
 FUZZ_EXAMPLES = 300
+MUTANT_EXAMPLES = 200
 
 
 class Lockstep:
-    def __init__(self) -> None:
-        self.binding = ReceiverBinding()
+    def __init__(self, binding: type[ReceiverBinding] = ReceiverBinding) -> None:
+        self.binding = binding()
         self.binding.setup(RECEIVER_SYSTEM)
         self.state: SystemState = RECEIVER_SYSTEM.init_states()[0]
 
@@ -56,6 +64,13 @@ def run() -> Iterator[Lockstep]:
     lockstep.binding.teardown()
 
 
+@pytest.fixture
+def generation() -> Iterator[Lockstep]:
+    lockstep = Lockstep(GenerationReceiverBinding)
+    yield lockstep
+    lockstep.binding.teardown()
+
+
 def test_a_cleanup_during_get_drops_the_late_chunk(run: Lockstep) -> None:
     run.do("put", req=R).do("load_async", req=R).do("get_start", req=R)
     assert run.binding.baton.parked_at == "get"
@@ -66,6 +81,58 @@ def test_a_cleanup_during_get_drops_the_late_chunk(run: Lockstep) -> None:
     run.do("new_request", req=R).do("put", req=R).do("load_async", req=R)
     run.do("get_start", req=R).do("get_return")
     assert adapter.get_req_chunk["req0"] == 1  # the new incarnation read its own chunk 0
+
+
+def test_a_get_that_finds_nothing_requeues_the_entry_whichever_way_it_says_so(
+    run: Lockstep,
+) -> None:
+    run.do("load_async", req=R)
+    entry = run.binding.adapter._registered_load_entries["req0"]
+    for miss in ("raise", "empty", "none"):  # MISSES, from the first miss on
+        run.do("get_start_empty", req=R).do("get_return")
+        assert run.binding.adapter._pending_load_reqs[-1] is entry, miss
+        assert run.binding.adapter.get_req_chunk["req0"] == 0, miss
+    run.do("get_start_empty", req=R).do("cleanup", req=R).do("get_return_stale")  # raises
+    assert entry not in run.binding.adapter._pending_load_reqs  # a stale poll is dropped
+
+
+def _commit(run: Lockstep) -> Any:
+    run.do("put", req=R).do("load_async", req=R).do("get_start", req=R).do("get_return")
+    return run.binding.request
+
+
+def test_a_generation_mode_commit_makes_each_payload_shape_the_prompt(
+    generation: Lockstep,
+) -> None:
+    request = _commit(generation)  # frames as a list, a sibling codes field, a value
+    assert request.prompt_token_ids == [11] and request.num_prompt_tokens == 1
+    assert request.additional_information == {
+        "prompt_info": {"voice": "base"},
+        "meta": {"is_segment_finished": False},
+        "codes": {"ref": "voice1"},
+        "speaker": "s1",
+    }
+    assert _commit(generation).prompt_token_ids == [12]  # a 1-D tensor, as a list
+    generation.do("resume_segment", req=R)
+    assert _commit(generation).prompt_token_ids == []  # finished without frames
+    assert request.resumable is False
+    generation.do("cleanup", req=R).do("new_request", req=R)
+    request = generation.binding.request
+    assert not hasattr(request, "additional_information")
+    generation.do("put", req=R).do("load_async", req=R)
+    assert request.additional_information is None  # load_async gives it one
+    generation.do("get_start", req=R).do("get_return")
+    assert request.prompt_token_ids == [0]  # a 2-D code tensor: the placeholder
+    info = request.additional_information
+    assert info["meta"] == {} and info["codes"]["audio"].tolist() == [[21]]
+    _commit(generation)  # a boundary without frames, as a full snapshot
+    assert request.prompt_token_ids == [0]
+    assert request.model_intermediate_buffer is request.additional_information
+    assert set(request.additional_information) == {"meta"}
+    generation.do("resume_segment", req=R)
+    assert _commit(generation).prompt_token_ids == [23]  # frames in a read-only mapping
+    assert set(request.additional_information) == {"meta"}  # not merged as a dict
+    assert request.resumable is False
 
 
 @pytest.mark.parametrize(
@@ -107,3 +174,58 @@ def test_the_commit_barrier_removed_is_found(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(REAL.adapter, "_poll_single_request", _poll_without_recheck)
     report = fuzz(RECEIVER_SYSTEM, ReceiverBinding, max_examples=FUZZ_EXAMPLES, seed=0)
     assert report.finding is not None, f"survived {report.examples} examples"
+
+
+# -- (d) single-point mutants only the wire shapes and the new comparisons reach ---------
+
+BINDINGS: dict[str, type[ReceiverBinding]] = {
+    "ar": ReceiverBinding,
+    "generation": GenerationReceiverBinding,
+}
+
+SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
+    # a connector.get that raises: a live entry is polled again, not lost (entry)
+    ("ar", "_poll_single_request", "flip-constant {}: return False"),
+    # an empty payload is not a chunk: nothing committed, the entry polled again
+    ("ar", "_commit_received_chunk", "flip-constant {}: return False #2"),
+    # is_done_receiving_chunks is either flag (done)
+    ("ar", "is_done_receiving_chunks", "swap-and-or {}: return request_id in"),
+    # load_async keeps a request's own additional_information (request)
+    ("ar", "load_async", 'drop-not {}: if not hasattr(request, "additional_information")'),
+    # cleanup(id) with no external id ends the receiving too (the cleanup paths)
+    ("ar", "cleanup", "delete-statement {}: self.cleanup_receiver(request_id)"),
+    # the generation-mode commit's request fields (request)
+    (
+        "generation",
+        "_commit_received_chunk",
+        "negate-condition {}: prompt_token_ids = [0] if new_ids.numel() > 0 else []",
+    ),
+    ("generation", "_commit_received_chunk", "delete-statement {}: request.model_intermediate"),
+    (
+        "generation",
+        "_commit_received_chunk",
+        'drop-not {}: if subkey == "audio" and not use_tensor_codes:',
+    ),
+    ("generation", "_commit_received_chunk", "delete-statement {}: request.prompt_token_ids = [0]"),
+    ("generation", "_commit_received_chunk", "delete-statement {}: request.resumable = False #2"),
+    ("generation", "_commit_received_chunk", "delete-statement {}: self._refresh_generation_c"),
+)
+"""(binding, function, mutant id prefix with ``{}`` for ``OmniChunkTransferAdapter.<function>``)."""
+
+
+@pytest.mark.parametrize(
+    ("binding", "function", "prefix"),
+    SOURCE_MUTANTS,
+    ids=[f"{b}-{p.split()[0]}-{f}-{i}" for i, (b, f, p) in enumerate(SOURCE_MUTANTS)],
+)
+def test_a_single_point_mutant_is_found(
+    binding: str, function: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mutant_id = source_mutant_id(REAL.adapter, function, prefix)
+    for name, replacement in source_mutant(REAL.adapter, function, mutant_id).items():
+        monkeypatch.setattr(REAL.adapter, name, replacement)
+    report = fuzz(RECEIVER_SYSTEM, BINDINGS[binding], max_examples=MUTANT_EXAMPLES, seed=0)
+    finding = report.finding
+    assert finding is not None, f"{mutant_id} survived {report.examples} examples ({binding})"
+    steps = len(finding.trace.steps) - 1
+    print(f"\n{mutant_id}: {finding.kind} {finding.property_id}, {steps} steps shrunk")

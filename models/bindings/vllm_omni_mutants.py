@@ -215,3 +215,23 @@ def source_mutant(cls: type[Any], function: str, mutant_id: str) -> dict[str, An
     }
     exec(mutated_code(filename, [qualified], mutant_id), namespace)
     return {function: namespace[cls.__name__].__dict__[function]}
+
+
+def source_mutant_id(cls: type[Any], function: str, prefix: str) -> str:
+    """The id of the single-point mutant of `cls`.`function` that `prefix` names.
+
+    `prefix` is a `statecore.fuzzing.source_mutants` id with ``{}`` for
+    ``<class>.<function>``: the mutant with exactly that id, or else the one
+    mutant whose id starts with it (more than one is an error).
+    """
+    from statecore.fuzzing.source_mutants import source_mutants
+
+    filename = importlib.import_module(cls.__module__).__file__
+    assert filename is not None
+    qualified = f"{cls.__name__}.{function}"
+    wanted = prefix.replace("{}", qualified)
+    ids = [m.id for m in source_mutants(filename, [qualified])]
+    if wanted in ids:
+        return wanted
+    (found,) = [i for i in ids if i.startswith(wanted)]
+    return found
