@@ -20,6 +20,7 @@ MODEL_MODULES: tuple[str, ...] = (
     "request_lifecycle",
     "segment",
     "receiver",
+    "stage_pair",
 )
 
 ADAPTERS: tuple[AdapterSpec, ...] = (
