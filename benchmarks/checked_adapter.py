@@ -11,11 +11,20 @@ Two measurements (needs the real stack: ``tox -e vllm`` or
   segment's chunk, and whole short requests (a fresh external id each: first
   save, terminal, cleanup and reclaim). CPU µs per cycle, best of
   ``--repeat`` short rounds that alternate between the two, and the ratio checked / 0.30.0.
+* **On shared memory** (``--connector shm``): the same, on vLLM-Omni's real
+  ``SharedMemoryConnector`` (each put serialises the payload into ``/dev/shm``;
+  the segments a round leaves are unlinked after it, outside the timing), for
+  the overhead a server on one host sees.
+* **Python instructions** (``--instructions``): the bytecode instructions each
+  cycle executes, counted by the interpreter's tracer. Unlike CPU time, the
+  count does not move with the machine's load, so it tells a change of the
+  code from noise; it leaves out time spent in C (``torch.tensor``, locks).
 * **Soak** (``--soak``): ``statecore fuzz chunk_transfer --adapter
   vllm-omni-checked --no-known`` for ``--seeds`` seeds of ``--budget``
   seconds each, and the findings of each.
 
-Run: ``python benchmarks/checked_adapter.py [--cycles N] [--repeat R]``
+Run: ``python benchmarks/checked_adapter.py [--cycles N] [--repeat R] [--connector shm]
+[--instructions]``
 and ``python benchmarks/checked_adapter.py --soak [--seeds 10] [--budget 60]``.
 """
 
@@ -24,11 +33,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from statecore.models.bindings import vllm_omni_harness as harness
@@ -66,14 +77,44 @@ def connector_class() -> type[Any]:
     return Instant
 
 
-def build(base: type[Any]) -> Any:
-    """An adapter of class `base` on the instant connector, its threads stopped."""
+def shm_connector_class() -> type[Any]:
+    """The real ``SharedMemoryConnector``, remembering its keys so a round can unlink them."""
+    import importlib
+
+    base = importlib.import_module(
+        "vllm_omni.distributed.omni_connectors.connectors.shm_connector"
+    ).SharedMemoryConnector
+
+    class Remembering(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__({"stage_id": STAGE_ID})
+            self.keys: list[str] = []
+
+        def put(self, from_stage: str, to_stage: str, put_key: str, data: Any) -> Any:
+            self.keys.append(put_key)
+            return super().put(from_stage, to_stage, put_key, data)
+
+        def unlink_all(self) -> None:
+            for key in self.keys:
+                self.cleanup(key)
+            self.keys.clear()
+
+    return Remembering
+
+
+CONNECTORS = {"instant": connector_class, "shm": shm_connector_class}
+
+
+def build(base: type[Any], connector: str = "instant") -> Any:
+    """An adapter of class `base` on the `connector`, its threads stopped."""
     from types import SimpleNamespace
 
-    class OnInstant(base):  # type: ignore[misc, valid-type]
+    make = CONNECTORS[connector]()
+
+    class OnConnector(base):  # type: ignore[misc, valid-type]
         @classmethod
         def create_connector(cls, model_config: Any) -> Any:
-            return connector_class()()
+            return make()
 
     model_config = SimpleNamespace(
         stage_id=STAGE_ID,
@@ -86,7 +127,7 @@ def build(base: type[Any]) -> Any:
     config = SimpleNamespace(
         model_config=model_config, scheduler_config=SimpleNamespace(max_num_seqs=8)
     )
-    adapter = OnInstant(config)
+    adapter = OnConnector(config)
     stop_threads(adapter)
     classes = real_classes()
 
@@ -152,33 +193,80 @@ WORKLOADS: dict[str, tuple[Callable[[Any, int], None], int]] = {
 """Workload -> (run, saves per cycle)."""
 
 
-def per_cycle(base: type[Any], run: Callable[[Any, int], None], cycles: int) -> float:
+Run = Callable[[Any, int], None]
+
+
+def per_cycle(base: type[Any], run: Run, cycles: int, connector: str) -> float:
     """CPU µs per cycle of one round on a fresh adapter of class `base`."""
-    adapter = build(base)
+    adapter = build(base, connector)
     gc.collect()  # each round starts from the same collector state
     start = time.process_time()
     run(adapter, cycles)
     spent = time.process_time() - start
+    unlink = getattr(adapter.connector, "unlink_all", None)
+    if unlink is not None:
+        unlink()
     adapter.shutdown()
     return spent / cycles * 1e6
 
 
-def hot_path(cycles: int, repeat: int) -> None:
+def hot_path(cycles: int, repeat: int, connector: str) -> None:
     classes = real_classes()
     released, checked = classes.adapter, checked_adapter_class(classes.adapter)
-    print(f"CPU µs per cycle, best of {repeat} rounds of {cycles:,} cycles (lower is better)")
-    print(f"{'workload':<22}{'0.30.0':>10}{'checked':>10}{'ratio':>8}")
+    print(
+        f"CPU µs per cycle on the {connector} connector, best of {repeat} rounds of "
+        f"{cycles:,} cycles (lower is better)"
+    )
+    print(f"{'workload':<22}{'0.30.0':>10}{'checked':>10}{'ratio':>8}{'median':>8}")
     ratios = []
     for name, (run, _saves) in WORKLOADS.items():
         # The rounds alternate, so a change in the machine's load hits both alike.
-        rounds = [(per_cycle(released, run, cycles), per_cycle(checked, run, cycles))]
-        rounds += [(per_cycle(released, run, cycles), per_cycle(checked, run, cycles))
-                   for _ in range(repeat - 1)]  # fmt: skip
+        rounds = [
+            tuple(per_cycle(cls, run, cycles, connector) for cls in (released, checked))
+            for _ in range(repeat)
+        ]
         base_us = min(r[0] for r in rounds)
         checked_us = min(r[1] for r in rounds)
+        paired = statistics.median(c / b for b, c in rounds)
         ratios.append(checked_us / base_us)
-        print(f"{name:<22}{base_us:>10.1f}{checked_us:>10.1f}{checked_us / base_us:>8.2f}")
+        print(
+            f"{name:<22}{base_us:>10.1f}{checked_us:>10.1f}{checked_us / base_us:>8.2f}"
+            f"{paired:>8.2f}"
+        )
+    print("(ratio: of the best rounds; median: of the ratios of rounds run back to back)")
     print(f"RESULT worst_ratio={max(ratios):.2f}")
+
+
+def instructions(cycles: int) -> None:
+    """Bytecode instructions per cycle, 0.30.0 and checked, per workload."""
+    classes = real_classes()
+    released, checked = classes.adapter, checked_adapter_class(classes.adapter)
+    print(f"Python instructions per cycle, over {cycles:,} cycles (lower is better)")
+    print(f"{'workload':<22}{'0.30.0':>10}{'checked':>10}{'ratio':>8}")
+    for name, (run, _saves) in WORKLOADS.items():
+        base_n, checked_n = (counted(cls, run, cycles) for cls in (released, checked))
+        print(f"{name:<22}{base_n:>10.0f}{checked_n:>10.0f}{checked_n / base_n:>8.2f}")
+
+
+def counted(base: type[Any], run: Callable[[Any, int], None], cycles: int) -> float:
+    """Instructions per cycle of `run` on an adapter of class `base` (after a warm-up round)."""
+    run(build(base), cycles)  # fills the memo, as a running server's is
+    adapter = build(base)
+    count = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        frame.f_trace_opcodes = True
+        count += event == "opcode"
+        return trace
+
+    sys.settrace(trace)
+    try:
+        run(adapter, cycles)
+    finally:
+        sys.settrace(None)
+    adapter.shutdown()
+    return count / cycles
 
 
 def soak(seeds: int, budget: float) -> None:
@@ -209,14 +297,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=25)
+    parser.add_argument("--connector", choices=sorted(CONNECTORS), default="instant")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count bytecode instructions per cycle"
+    )
     parser.add_argument("--soak", action="store_true", help="fuzz seeds instead of timing")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=float, default=60.0)
     args = parser.parse_args()
     if args.soak:
         soak(args.seeds, args.budget)
+    elif args.instructions:
+        instructions(args.cycles)
     else:
-        hot_path(args.cycles, args.repeat)
+        hot_path(args.cycles, args.repeat, args.connector)
 
 
 if __name__ == "__main__":

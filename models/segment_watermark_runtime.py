@@ -184,7 +184,7 @@ def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Cou
     """`fire` of ``save``: `payload` is the checked machine's (the hot path of every save).
 
     The presence machine's payloads are prepared once per machine (`_prepared_saves`),
-    so a save costs the two comparisons, a memo lookup and the taken effect.
+    so a save costs the two checked comparisons, a memo lookup and the taken effect.
     """
     generation, confirmed = payload["generation"], payload["confirmed"]
     if not (isinstance(generation, int) and isinstance(confirmed, int)):
@@ -201,7 +201,11 @@ def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Cou
         outcome = mark.fire("save", kind=kind, counter=counter, late=is_late, below=below)
     else:
         outcome = mark.fire_prepared(prepared)
-    return outcome, _applied(outcome, counts, payload)
+    transition = outcome[3]
+    effect = None if transition is None else EFFECTS[transition.name]
+    if effect is None:
+        return outcome, counts
+    return outcome, counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
 
 
 def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:
@@ -210,7 +214,10 @@ def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:
     effect = None if transition is None else EFFECTS[transition.name]
     if effect is None:
         return counts
-    return counts.changed(effect(counts, payload) or {})  # type: ignore[arg-type]
+    return counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
+
+
+_NO_CHANGES: Mapping[str, Any] = {}
 
 
 class _Saves(dict[Machine, dict[tuple[str, bool, bool, bool], Prepared]]):

@@ -234,3 +234,45 @@ def test_the_sweep_fails_only_requests_still_scheduled(run: Lockstep) -> None:
     )
     fail_failed_chunk_sends(scheduler)
     assert finished == [] and run.adapter._send_failures == {}
+
+
+# -- (e) the overhead benchmark -------------------------------------------------------------------
+
+
+def benchmark(*arguments: str) -> str:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "checked_adapter.py"
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def table(output: str) -> dict[str, list[float]]:
+    """Workload -> the figures of its row."""
+    rows = {}
+    for line in output.splitlines():
+        name = next((w for w in ("streaming chunk", "segment end + chunk", "whole request")
+                     if line.startswith(w)), None)  # fmt: skip
+        if name is not None:
+            rows[name] = [float(x) for x in line[len(name) :].split()]
+    return rows
+
+
+def test_the_benchmark_counts_more_instructions_for_the_checked_adapter_on_every_workload() -> None:
+    rows = table(benchmark("--instructions", "--cycles", "5"))
+    assert set(rows) == {"streaming chunk", "segment end + chunk", "whole request"}
+    for released, checked, ratio in rows.values():
+        assert 0 < released < checked and ratio == pytest.approx(checked / released, abs=0.01)
+
+
+def test_the_benchmark_on_shared_memory_leaves_no_segment_behind() -> None:
+    import os
+
+    before = set(os.listdir("/dev/shm"))
+    rows = table(benchmark("--connector", "shm", "--repeat", "1", "--cycles", "3"))
+    assert len(rows) == 3 and all(len(row) == 4 and min(row) > 0 for row in rows.values())
+    assert set(os.listdir("/dev/shm")) <= before
