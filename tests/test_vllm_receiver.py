@@ -112,7 +112,9 @@ def test_a_generation_mode_commit_makes_each_payload_shape_the_prompt(
         "codes": {"ref": "voice1"},
         "speaker": "s1",
     }
+    assert request.status.name == "RUNNING"  # handed over and scheduled
     assert _commit(generation).prompt_token_ids == [12]  # a 1-D tensor, as a list
+    assert request.additional_information is None  # the next cycle: done receiving
     generation.do("resume_segment", req=R)
     assert _commit(generation).prompt_token_ids == []  # finished without frames
     assert request.resumable is False
@@ -127,12 +129,36 @@ def test_a_generation_mode_commit_makes_each_payload_shape_the_prompt(
     assert info["meta"] == {} and info["codes"]["audio"].tolist() == [[21]]
     _commit(generation)  # a boundary without frames, as a full snapshot
     assert request.prompt_token_ids == [0]
-    assert request.model_intermediate_buffer is request.additional_information
-    assert set(request.additional_information) == {"meta"}
+    assert set(request.model_intermediate_buffer) == {"meta"}  # codes.audio [] not kept
     generation.do("resume_segment", req=R)
     assert _commit(generation).prompt_token_ids == [23]  # frames in a read-only mapping
-    assert set(request.additional_information) == {"meta"}  # not merged as a dict
     assert request.resumable is False
+
+
+def test_the_ar_scheduler_hands_each_chunk_over_and_ships_the_cached_payload(
+    run: Lockstep,
+) -> None:
+    request = _commit(run)
+    assert request.status.name == "RUNNING" and request in run.binding.scheduler.running
+    assert request.additional_information["meta"]["streaming_prompt_recompute"] is False
+    run.do("put", req=R).do("load_async", req=R)
+    assert request.status.name == "WAITING_FOR_CHUNK"
+    assert run.binding.adapter.requests_origin_status["req0"].name == "RUNNING"
+    run.do("get_start", req=R).do("get_return")  # a cached request now: its payload shipped
+    shipped = run.binding.scheduler.shipped["req0"]
+    assert shipped["meta"]["is_segment_finished"] is True
+    assert request.additional_information is None
+
+
+def test_a_finish_between_the_chunk_gate_and_restore_puts_the_status_back(
+    run: Lockstep,
+) -> None:
+    # CLEANUPS by (3 * incarnation + chunks committed) % 7: the first incarnation with
+    # one chunk committed finishes between process_pending_chunks and restore_queues.
+    _commit(run)
+    run.do("put", req=R).do("load_async", req=R).do("cleanup", req=R)
+    assert run.binding.finish_status == ("RUNNING", "RUNNING")
+    assert run.binding.scheduler.requests == {} and run.binding._parked() == 0
 
 
 @pytest.mark.parametrize(

@@ -57,15 +57,17 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, Baton
 from statecore.system import StateView, System, SystemState, SystemStep
 
-from ..receiver import Shared
+from ..receiver import FINISHED, SEGMENT_END, Shared
 from .vllm_omni_harness import CONNECTOR_BASE_MODULE, make_adapter, new_request, real_classes
 from .vllm_omni_receiver_payloads import (
     MISSING,
     expected_request,
+    freeze,
     initial_info,
     observed_request,
     payload,
 )
+from .vllm_omni_receiver_scheduler import ChunkScheduler
 
 __all__ = ["GenerationReceiverBinding", "ReceiverBinding"]
 
@@ -76,13 +78,27 @@ MISSES = ("none", "raise", "empty")
 """How ``connector.get`` says a key holds nothing yet, taken in turn: None, an
 exception (CTA:515-520), an empty payload (not committed, CTA:556-557, 682)."""
 
-CLEANUPS = ("cleanup_receiver", "cleanup", "finish_requests", "finish_requests_freed")
+CLEANUPS = (
+    "cleanup_receiver",
+    "cleanup",
+    "cleanup_no_external",
+    "finish_requests",
+    "finish_mid_step",
+    "finish_all",
+    "freed",
+)
 """How the scheduler ends a request's receiving, by the incarnation and the chunks it
-committed (so each is met at every point of the stream): ``cleanup_receiver(id)``
-(the AR scheduler's failed loads), ``cleanup(id)`` with no external id (CTA:1045-1064:
-looked up in ``request_ids_mapping``), ``finish_requests(id, FINISHED_ABORTED,
-requests)`` (the mixin's finish path) and the same once the scheduler has already freed
-the request (not in ``requests``: CTA:1601-1604)."""
+committed (so each is met), each followed by vLLM freeing the request:
+``cleanup_receiver(id)`` (the AR scheduler's failed loads), ``cleanup(id, ext)`` (the
+generation scheduler's finish), ``cleanup(id)`` for a request without an external id
+(CTA:1045-1064: looked up in ``request_ids_mapping``), ``finish_requests(id,
+FINISHED_ABORTED, requests)`` (the mixin's finish path, between steps),
+``finish_requests({id}, FINISHED_ERROR, requests)`` between
+``process_pending_chunks`` and ``restore_queues`` (a chunk timeout or receive failure,
+MIX:386-392: the request is parked in the adapter's deque, and its status goes back to
+the queue it was parked from, CTA:1610-1613), and ``finish_requests([id], ...)`` once
+vLLM has freed the request (not in ``requests``: CTA:1601-1604); between the last two,
+``finish_requests(None, ...)``, the mixin's "finish every request" (CTA:1585-1586)."""
 
 
 _CONNECTOR: type[Any] | None = None
@@ -149,6 +165,7 @@ class ReceiverBinding(Adapter):
     name = "vllm-omni-receiver"
     known: Mapping[str, str] = {}
     worker_type = "ar"
+    active_stream_window = 0  # model_config.active_stream_window: 0 is unbounded
 
     def __init__(self, *, timeout: float = 10.0) -> None:
         self.timeout = timeout
@@ -161,6 +178,8 @@ class ReceiverBinding(Adapter):
         self.incarnation = 1  # the request object's incarnation of REQUEST_ID
         self.cleaned = False  # its receiving was ended: its fields are no longer compared
         self.before: SystemState | None = None  # the model state the step started from
+        self.scheduler: Any = None  # the stage's ChunkScheduler
+        self.finish_status: tuple[str, str] | None = None  # mid-step finish: (real, expected)
         self.tensor: Callable[[Any], Any] = list  # torch.tensor, from setup
 
     def make_adapter(self) -> Any:
@@ -175,8 +194,13 @@ class ReceiverBinding(Adapter):
         self.baton = Baton(self.timeout)
         self.connector = connector_class()(self.baton)
         self.adapter = self.make_adapter()
+        # What the constructor makes of model_config.active_stream_window (CTA:152-157).
+        self.adapter._active_window = self.active_stream_window
         self.tensor = importlib.import_module("torch").tensor
         self.incarnation, self.cleaned = 1, False
+        self.scheduler = ChunkScheduler(
+            self.adapter, self.classes.status, ships_cached_payloads=self.worker_type == "ar"
+        )
         self.request = self._new_request()
         self.entries = []
         self.polling = None
@@ -194,12 +218,14 @@ class ReceiverBinding(Adapter):
             del request.additional_information
         else:
             request.additional_information = info
+        self.scheduler.add(request)
         return request
 
     # -- actions ---------------------------------------------------------------------
 
     def apply(self, step: SystemStep, before: SystemState) -> None:
         self.before = before
+        self.finish_status = None
         action = step.action
         handler: Callable[..., None] = getattr(self, f"_do_{action.name}")
         handler(step, **dict(action.args))
@@ -213,11 +239,12 @@ class ReceiverBinding(Adapter):
     def _do_new_request(self, step: SystemStep, req: Hashable) -> None:
         self.incarnation += 1
         self.cleaned = False
+        self.scheduler.shipped.clear()
         self.request = self._new_request()
         self.connector.store.clear()  # the new incarnation's upstream starts its own stream
 
     def _do_load_async(self, step: SystemStep, req: Hashable) -> None:
-        self.adapter.load_async(self.request)
+        self.scheduler.tick()  # the chunk gate calls load_async, and parks the request
 
     def _do_resume_segment(self, step: SystemStep, req: Hashable) -> None:
         self.adapter.segment_finished_requests.discard(REQUEST_ID)
@@ -226,17 +253,32 @@ class ReceiverBinding(Adapter):
         assert self.before is not None
         state = self.system.view(self.before).snapshot("receiver", req)
         assert state is not None  # the model cleans a live incarnation up
-        how = CLEANUPS[(2 * self.incarnation + state.chunk) % len(CLEANUPS)]
+        how = CLEANUPS[(3 * self.incarnation + state.chunk) % len(CLEANUPS)]
         self.cleaned = True
-        adapter, aborted = self.adapter, self.classes.status.FINISHED_ABORTED
+        adapter, scheduler, status = self.adapter, self.scheduler, self.classes.status
+        request, requests = self.request, scheduler.requests
         if how == "cleanup_receiver":
             adapter.cleanup_receiver(REQUEST_ID)
         elif how == "cleanup":
+            adapter.cleanup(REQUEST_ID, request.external_req_id)
+        elif how == "cleanup_no_external":
             adapter.cleanup(REQUEST_ID)
         elif how == "finish_requests":
-            adapter.finish_requests(REQUEST_ID, aborted, {REQUEST_ID: self.request})
-        else:
-            adapter.finish_requests([REQUEST_ID], aborted, {})
+            adapter.finish_requests(REQUEST_ID, status.FINISHED_ABORTED, requests)
+        elif how == "finish_all":
+            adapter.finish_requests(None, status.FINISHED_ABORTED, requests)
+        elif how == "finish_mid_step":
+            scheduler.gate()
+            adapter.finish_requests({REQUEST_ID}, status.FINISHED_ERROR, requests)
+            # The queue it was parked from (a chunk landed: running; else waiting).
+            expected = "RUNNING" if state.chunk > 0 else "WAITING"
+            self.finish_status = (request.status.name, expected)
+            scheduler.free(request)
+            scheduler.restore()
+            return
+        scheduler.free(request)
+        if how == "freed":
+            adapter.finish_requests([REQUEST_ID], status.FINISHED_ABORTED, requests)
 
     def _do_get_start(self, step: SystemStep, req: Hashable) -> None:
         self._poll_until_parked()
@@ -256,7 +298,16 @@ class ReceiverBinding(Adapter):
         raise AdapterError("vllm-omni-receiver: no pending entry reached connector.get")
 
     def _do_get_return(self, step: SystemStep) -> None:
+        assert self.before is not None
+        flight = self.system.view(self.before).g.in_flight
         self._return()
+        if flight is not None and flight.result is not None:
+            # A chunk committed: the next cycle hands it over, and vLLM schedules it
+            # then, or (an odd chunk) a cycle later, for want of room; the cycle after
+            # a boundary finds the request done receiving.
+            self.scheduler.schedule(self.request, delayed=flight.chunk_id % 2 == 1)
+            if flight.result in (SEGMENT_END, FINISHED):
+                self.scheduler.tick()
 
     def _do_get_return_stale(self, step: SystemStep) -> None:
         self._return()
@@ -308,7 +359,34 @@ class ReceiverBinding(Adapter):
                 if asked is None
                 else (self._generation(self.polling), int(asked.rsplit("_", 1)[1])),
             ),
-            ("request", None if self.cleaned else observed_request(self.request)),
+            ("active", REQUEST_ID in adapter._active_streams),
+            ("parked", self._parked()),
+            ("request", None if self.cleaned else self._observed_request()),
+            ("finish_status", None if self.finish_status is None else self.finish_status[0]),
+        )
+
+    def _parked(self) -> int:
+        """Requests left in the adapter's parking deques (``restore_queues`` empties them)."""
+        adapter = self.adapter
+        deques = (
+            adapter.waiting_for_chunk_waiting_requests,
+            adapter.waiting_for_chunk_running_requests,
+            adapter._held_non_active,
+        )
+        return sum(len(d) for d in deques)
+
+    def _observed_request(self) -> Hashable:
+        request, scheduler = self.request, self.scheduler
+        in_waiting = any(queued is request for queued in scheduler.waiting)
+        in_running = any(queued is request for queued in scheduler.running)
+        queue = {(True, False): "waiting", (False, True): "running"}.get(
+            (in_waiting, in_running), f"waiting={in_waiting} running={in_running}"
+        )
+        return (
+            observed_request(request),
+            request.status.name,
+            queue,
+            freeze(scheduler.shipped.get(REQUEST_ID)),
         )
 
     def expect(self, view: StateView[Shared]) -> Hashable:
@@ -316,16 +394,24 @@ class ReceiverBinding(Adapter):
         states = [(handle, snap) for handle, snap in view.live("receiver")]
         handle, state = states[0] if states else (None, None)
         flight = view.g.in_flight
-        request = None
+        request: Hashable = None
         if handle is not None and state is not None:
             chunks = view.g.connector
-            request = expected_request(
+            fields, shipped = expected_request(
                 handle.generation,
                 state.waiting or state.chunk > 0,
                 [(i, chunks[i]) for i in range(state.chunk)],
                 generation_mode=self.worker_type == "generation",
+                ships_cached_payloads=self.scheduler.ships_cached_payloads,
                 tensor=self.tensor,
             )
+            if state.waiting:
+                status = "WAITING_FOR_CHUNK"
+            else:
+                status = "RUNNING" if state.chunk > 0 else "WAITING"
+            queue = "running" if state.chunk > 0 else "waiting"
+            request = (fields, status, queue, shipped)
+        ticked = state is not None and (state.waiting or state.chunk > 0)
         return (
             ("registered", entries[0][0] if entries else None),
             ("entry", entries[0][1] if entries else None),
@@ -334,12 +420,18 @@ class ReceiverBinding(Adapter):
             ("segment_done", state is not None and state.state == "segment_done"),
             ("done", state is not None and state.state in ("exhausted", "segment_done")),
             ("getting", None if flight is None else (flight.entry.generation, flight.chunk_id)),
+            ("active", self.active_stream_window > 0 and ticked),
+            ("parked", 0),
             ("request", request),
+            ("finish_status", None if self.finish_status is None else self.finish_status[1]),
         )
 
 
 class GenerationReceiverBinding(ReceiverBinding):
-    """The same, for a generation-mode receiving stage (a codec decoder, say)."""
+    """The same, for a generation-mode receiving stage (a codec decoder, say), with a
+    bounded active-stream window (``active_stream_window=1``: the windowed chunk gate,
+    CTA:1125-1135), under the generation scheduler (no cached payloads shipped)."""
 
     name = "vllm-omni-receiver-generation"
     worker_type = "generation"
+    active_stream_window = 1

@@ -114,47 +114,74 @@ def expected_request(
     committed: Iterable[tuple[int, Chunk]],
     *,
     generation_mode: bool,
+    ships_cached_payloads: bool,
     tensor: Tensor,
-) -> RequestView:
-    """The request of `incarnation` once the chunks `committed` ((index, chunk)) were.
+) -> tuple[RequestView, Hashable]:
+    """The request of `incarnation` once the chunks `committed` ((index, chunk)) were,
+    each handed over and scheduled; and the ``additional_information`` last shipped.
 
     `registered_once`: ``load_async`` has run for it. A generation-mode commit
     makes the frames the prompt (a 2-D tensor as the placeholder ``[0]``, a
     boundary without frames as ``[0]``), merges the payload into
     ``additional_information`` (a full snapshot replaces it and becomes
     ``model_intermediate_buffer`` too) and refreshes ``num_prompt_tokens``; a
-    finished chunk makes the request not resumable (CTA:597-675).
+    finished chunk makes the request not resumable (CTA:597-675). An AR-mode
+    commit leaves the payload (its ``meta`` a dict with
+    ``streaming_prompt_recompute`` off) for the scheduler, whose next cycle makes
+    it the request's ``additional_information`` (CTA:1230-1250). Where the
+    scheduler ships cached payloads, a request scheduled again (every chunk after
+    the first) gives its ``additional_information`` to the output (CTA:1504-1515);
+    the cycle after a boundary (segment end or finished) clears it (CTA:1394-1396).
     """
     info: Any = initial_info(incarnation)
     if info == MISSING and registered_once:
         info = None
     prompt: list[int] = [1, 2, 3]
     buffer: Any = None
+    shipped: Any = None
     resumable = True
     for index, chunk in committed:
         if chunk.kind == FINISHED:
             resumable = False
-        if not generation_mode:
-            continue
         data = payload(chunk, index, tensor)
-        audio = data.get("codes", {}).get("audio")
-        tensor_codes = hasattr(audio, "ndim") and audio.ndim >= 2
-        if tensor_codes:
-            prompt = [0]
-        elif hasattr(audio, "tolist"):
-            prompt = list(audio.tolist())
+        if not generation_mode:
+            meta = data["meta"] if isinstance(data["meta"], dict) else {}
+            meta["streaming_prompt_recompute"] = False
+            data["meta"] = meta
+            info = data
         else:
-            prompt = list(audio or [])
-        meta = data["meta"] if isinstance(data["meta"], dict) else {}
-        data["meta"] = meta
-        snapshot = meta.get("replace_runtime_additional_information") is True
-        info = {} if snapshot else dict(info) if isinstance(info, dict) else {}
-        _merge(info, data, tensor_codes)
-        if snapshot:
-            buffer = info
-        if not prompt and chunk.kind == SEGMENT_END:
-            prompt = [0]
-    return RequestView(tuple(prompt), len(prompt), freeze(info), freeze(buffer), resumable)
+            info, prompt, buffer = _generation_commit(chunk, data, info, buffer)
+        if ships_cached_payloads and index > 0 and info:
+            shipped, info = info, None
+        if chunk.kind in (SEGMENT_END, FINISHED):
+            info = None  # the next cycle finds it done receiving (CTA:1394-1396)
+    view = RequestView(tuple(prompt), len(prompt), freeze(info), freeze(buffer), resumable)
+    return view, freeze(shipped)
+
+
+def _generation_commit(
+    chunk: Chunk, data: dict[str, Any], info: Any, buffer: Any
+) -> tuple[Any, list[int], Any]:
+    """(``additional_information``, prompt, ``model_intermediate_buffer``) after a
+    generation-mode commit of `data` (see `expected_request`)."""
+    audio = data.get("codes", {}).get("audio")
+    tensor_codes = hasattr(audio, "ndim") and audio.ndim >= 2
+    if tensor_codes:
+        prompt = [0]
+    elif hasattr(audio, "tolist"):
+        prompt = list(audio.tolist())
+    else:
+        prompt = list(audio or [])
+    meta = data["meta"] if isinstance(data["meta"], dict) else {}
+    data["meta"] = meta
+    snapshot = meta.get("replace_runtime_additional_information") is True
+    info = {} if snapshot else dict(info) if isinstance(info, dict) else {}
+    _merge(info, data, tensor_codes)
+    if snapshot:
+        buffer = info
+    if not prompt and chunk.kind == SEGMENT_END:
+        prompt = [0]
+    return info, prompt, buffer
 
 
 def observed_request(request: Any) -> RequestView:
