@@ -9,7 +9,7 @@ and ``_send_single_request_for_generation``, ``cleanup_sender``,
 ``_log_failed_chunk_sends`` only logs a send failure, so the consumer waits
 for its input deadline, ``_process_pending_chunk_timeouts``).
 
-It composes three lifecycles per external id:
+It composes four lifecycles per external id:
 
 * the sender generation (`statecore.models.sender_generation`):
   ``_SenderGeneration`` and its identity fence;
@@ -19,6 +19,9 @@ It composes three lifecycles per external id:
 * the producer's request-scoped state (`statecore.models.request_state`):
   ``request_payload[ext]``, which the processor reads and writes through the
   adapter, kept across segments and popped by ``_clear_sender_state_locked``.
+* the connector-key counter (`statecore.models.chunk_transfer_keys`):
+  ``put_req_chunk[ext]``, the chunk number of the next put's key, popped
+  with the sender state.
 
 Actors and their actions:
 
@@ -56,9 +59,10 @@ one token (the parked terminal of ``_finish_parked_streaming_session``
 commits none); a request always carries ``_omni_segment_generation`` and
 every next segment comes from a streaming update (the request without the
 counter, native-duplex resume and late saves are the `segment` model's
-business); connector keys are not modelled (each put is tagged with the
-request that produced it); ``num_puts`` and shared-memory cleanup are left
-out; the processor uses one namespace of ``request_payload``; a processor
+business); connector keys are modelled as far as the consumer reading by
+key needs (``put_req_chunk[ext]``, `chunk_transfer_keys`: a put under a key
+that holds an unread put replaces it); ``num_puts`` and shared-memory
+cleanup are left out; the processor uses one namespace of ``request_payload``; a processor
 that raises does so after it read its state. The consumer waits for a
 request's input until its terminal; a client abort before the terminal ends
 the request on every stage, so its consumer is not modelled past it. The
@@ -74,7 +78,8 @@ the known bug's action or rule in place of the reference's.
 
 The parts live in modules of their own: the configuration and the records
 of the state (`chunk_transfer_records`), the request machine
-(`chunk_transfer_request`), the actions of the scheduler
+(`chunk_transfer_request`), the connector-key counter
+(`chunk_transfer_keys`), the actions of the scheduler
 (`chunk_transfer_scheduler`), the save thread (`chunk_transfer_save_thread`)
 and the consumer stage (`chunk_transfer_consumer`), the bookkeeping they
 share (`chunk_transfer_sender`), and why the reference leaves some
@@ -90,6 +95,7 @@ from statecore.spec.chunk_transfer import (
     CHUNK_DELIVERED,
     FAILURE_RELEASES_CONSUMER,
     NO_SENDER_LEAK,
+    NO_UNREAD_OVERWRITE,
     PROCESSOR_FAILURE_VISIBLE,
     REUSE_ISOLATION,
     TERMINAL_DELIVERED,
@@ -103,6 +109,7 @@ from statecore.system import Action, Component, Keys, System, Tx
 
 from .chunk_transfer_consumer import deadline, receive, release
 from .chunk_transfer_equivalents import EQUIVALENT_MUTANTS, UNTAKEN_IN_REFERENCE
+from .chunk_transfer_keys import put_key_machine
 from .chunk_transfer_records import (
     CANCELLED,
     CHUNK,
@@ -117,6 +124,7 @@ from .chunk_transfer_records import (
     TERMINAL,
     ChunkTransferConfig,
     InFlight,
+    Key,
     Made,
     Owed,
     Owner,
@@ -160,6 +168,7 @@ __all__ = [
     "UNTAKEN_IN_REFERENCE",
     "ChunkTransferConfig",
     "InFlight",
+    "Key",
     "Made",
     "Owed",
     "Owner",
@@ -213,7 +222,7 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
         doc=__doc__ or "",
         components=components(config, ext),
         globals=Shared,
-        init=partial(_spawn_watermarks, ext=ext),
+        init=partial(_spawn_per_id, ext=ext),
         actions=[
             Action("new_request", "scheduler", new_request, ext_param),
             save_action("save_chunk", CHUNK),
@@ -239,7 +248,11 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
             Action(
                 "put",
                 "save_thread",
-                partial(put, record_false_put=config.record_false_put),
+                partial(
+                    put,
+                    record_false_put=config.record_false_put,
+                    per_instance=config.keys_per_instance,
+                ),
                 {"outcome": config.put_outcomes},
                 internal=True,
             ),
@@ -289,12 +302,16 @@ def components(config: ChunkTransferConfig, ext: Keys) -> list[Component]:
             untaken=UNTAKEN_IN_REFERENCE if config.isolate_reuse and config.reset_tokens else {},
         ),
         Component("state", producer_state, ext, max_generations=config.generations),
+        # Every save of every request that may join one sender generation.
+        Component("put_req_chunk", put_key_machine(config.generations * (config.saves + 1)), ext),
     ]
 
 
-def _spawn_watermarks(tx: Tx[Shared], ext: Keys) -> None:
+def _spawn_per_id(tx: Tx[Shared], ext: Keys) -> None:
+    """The per-external-id tables that outlive requests: watermarks and the key counter."""
     for key in ext.values:
         tx.spawn("watermark", key)
+        tx.spawn("put_req_chunk", key)
 
 
 CHUNK_TRANSFER = build()
@@ -380,6 +397,7 @@ TARGETS: tuple[Target, ...] = (
             FAILURE_RELEASES_CONSUMER,
             NO_CURRENT_SAVE_DROPPED,
             NO_SENDER_LEAK,
+            NO_UNREAD_OVERWRITE,
             PROCESSOR_FAILURE_VISIBLE,
             REUSE_ISOLATION,
             TERMINAL_DELIVERED,

@@ -21,6 +21,10 @@ UNTAKEN_IN_REFERENCE: dict[str, str] = {
 _UNTAKEN = "a transition the reference never takes (UNTAKEN_IN_REFERENCE)"
 _RETIRED = "the generation is retired in the same step: its last snapshot is never read"
 _GHOST = "a ghost no action reads; only the property it feeds reads it"
+_KEYED = (
+    "the reference's keys name the sender generation, so a new generation's keys never "
+    "meet an old one's whatever chunk number its counter starts at"
+)
 
 EQUIVALENT_MUTANTS: dict[str, str] = {
     # The scheduler-side request.
@@ -71,6 +75,9 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     "state keeps its namespaces on send_failed, and open and failed accept the same events",
     'skip-fire put: tx.fire(state, "complete_segment")': "the reference's "
     "request state keeps request-wide state at a segment end: the transition changes nothing",
+    # The connector-key counter.
+    "drop-effect put_req_chunk.open--clear-->(same)": _KEYED,
+    'skip-fire clear_sender_state: tx.fire(("put_req_chunk", ext), "clear")': _KEYED,
     # Ghosts and outputs only the spec reads.
     "skip-put queue_task: tx.put(owed=tx.g.owed | {Owed(request, call.number)})": _GHOST,
     "skip-put put: tx.put(error_markers=tx.g.error_markers | {request})": _GHOST,

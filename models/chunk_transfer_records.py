@@ -9,6 +9,7 @@ queue, the save thread and the connector hold.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Annotated, Literal, NamedTuple
 
@@ -63,6 +64,13 @@ class ChunkTransferConfig:
     # Segment-end post-processing keeps request_payload (CTA:902-909; seed 000:
     # "segment completion retains request-wide state").
     segment_keeps_state: bool = True
+    # A connector key names the request instance (its sender generation) as
+    # well as the external id and the chunk (seed 004: "the channel must
+    # distinguish request instances across ID reuse"); 0.30.0's key is
+    # "{ext}_{stage}_{chunk}" (CTA:777-778), and _clear_sender_state_locked
+    # pops put_req_chunk (CTA:1031), so a request reusing the id starts again
+    # at chunk 0, over the old request's unread puts.
+    keys_per_instance: bool = True
     processor_outcomes: tuple[str, ...] = PROCESSOR_OUTCOMES
     put_outcomes: tuple[str, ...] = PUT_OUTCOMES
 
@@ -77,6 +85,7 @@ RELEASED_0_30_0 = ChunkTransferConfig(
     processor_raise="log",
     fail_on_send_failure=False,
     isolate_reuse=False,
+    keys_per_instance=False,
 )
 
 
@@ -119,14 +128,27 @@ class InFlight(NamedTuple):
         return self.phase == FINISHING
 
 
-class Put(NamedTuple):
-    """What the connector holds and the consumer reads."""
+class Key(NamedTuple):
+    """A connector key: ``{ext}_{stage}_{chunk}``, and the request instance it names.
 
-    request: Handle  # the request that produced it (connector keys are not modelled)
+    `instance` is the sender generation the put was made under where keys
+    name the request instance (the reference), 0 where they do not (0.30.0).
+    """
+
+    ext: Hashable
+    instance: int
+    chunk: int  # put_req_chunk[ext] when the put was made
+
+
+class Put(NamedTuple):
+    """What the connector holds under `key` and the consumer reads."""
+
+    request: Handle  # the request that produced it
     kind: str
     segment: int
     empty: bool  # a boundary's finish marker with no payload
     save: int
+    key: Key
 
 
 class Owner(NamedTuple):
@@ -195,4 +217,9 @@ class Shared(NamedTuple):
         frozenset()
     )
     crossed: Annotated[bool, "ghost: a processor read another request's state"] = False
+    overwritten: Annotated[
+        frozenset[Handle],
+        "ghost: requests a put of which, unread and still awaited, another put replaced "
+        "under the same connector key",
+    ] = frozenset()
     segment_done: Annotated[bool, "ghost: a segment completed with state held"] = False

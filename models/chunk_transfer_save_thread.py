@@ -32,6 +32,7 @@ from .chunk_transfer_records import (
     SEGMENT_END,
     TERMINAL,
     InFlight,
+    Key,
     Made,
     Owed,
     ProcessorRaise,
@@ -108,20 +109,27 @@ ON_PROCESSOR_RAISE: dict[ProcessorRaise, RaiseRule] = {
 }
 
 
-def put(tx: Tx[Shared], outcome: str, *, record_false_put: bool) -> None:
+def put(tx: Tx[Shared], outcome: str, *, record_false_put: bool, per_instance: bool) -> None:
     """``connector.put`` returns (or raises); then the post-put bookkeeping.
 
     `record_false_put`: a put that returns False is recorded as a send
-    failure (vllm-omni #4855).
+    failure (vllm-omni #4855). `per_instance`: the connector key names the
+    sender generation too (`ChunkTransferConfig.keys_per_instance`).
     """
     flight = tx.g.in_flight
     tx.require(flight is not None and flight.phase == PUTTING)
     assert flight is not None
     task = flight.task
     request, kind = task.request, task.kind
+    counter = ("put_req_chunk", task.sender.key)
     if outcome == "ok":
-        item = Put(request, kind, task.segment, empty=flight.detail != DATA, save=task.save)
-        tx.put(mailbox=(*tx.g.mailbox, item))
+        held = tx.snapshot(counter)
+        assert held is not None  # spawned for every id at init
+        key = Key(task.sender.key, task.sender.generation if per_instance else 0, held.chunk)
+        item = Put(
+            request, kind, task.segment, empty=flight.detail != DATA, save=task.save, key=key
+        )
+        store(tx, item)
         if flight.detail == ERROR and request not in tx.g.released:
             # a marker in place of a payload the processor raised on
             tx.put(error_markers=tx.g.error_markers | {request})
@@ -132,6 +140,8 @@ def put(tx: Tx[Shared], outcome: str, *, record_false_put: bool) -> None:
     snap = tx.snapshot(task.sender)
     if snap is None or (snap.state == "retiring" and kind != TERMINAL):
         return  # "Ignoring completed put for retired request"
+    if outcome == "ok":
+        tx.fire(counter, "advance")  # put_req_chunk[ext] += 1 (CTA:859)
     if outcome == "false" and record_false_put:
         record_send_failure(tx, request, state=True)
     if kind == SEGMENT_END:  # segment-end post-processing (CTA:902-909)
@@ -143,6 +153,26 @@ def put(tx: Tx[Shared], outcome: str, *, record_false_put: bool) -> None:
             tx.fire(state, "complete_segment")
     if kind == TERMINAL and outcome == "ok":
         fire_on_sender(tx, task.sender, "cleanup")  # cleanup(): deferred to the finally
+
+
+def store(tx: Tx[Shared], item: Put) -> None:
+    """The connector holds `item` under its key, replacing an unread put under that key.
+
+    The replaced put's consumer can no longer read it; if that consumer still
+    waits for it (a terminal, or a chunk it is owed), the loss is recorded.
+    """
+    mailbox = tx.g.mailbox
+    replaced = [old for old in mailbox if old.key == item.key]
+    if replaced:
+        mailbox = tuple(old for old in mailbox if old.key != item.key)
+        awaited = {
+            old.request
+            for old in replaced
+            if old.kind == TERMINAL or Owed(old.request, old.save) in tx.g.owed
+        }
+        if awaited:
+            tx.put(overwritten=tx.g.overwritten | awaited)
+    tx.put(mailbox=(*mailbox, item))
 
 
 def finish(tx: Tx[Shared]) -> None:

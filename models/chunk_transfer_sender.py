@@ -58,7 +58,9 @@ def fire_on_sender(tx: Tx[Shared], token: Handle, event: str, **payload: Any) ->
 
 
 def clear_sender_state(tx: Tx[Any], ext: Hashable) -> None:
-    """``_clear_sender_state_locked``: pop the watermarks and ``request_payload``."""
+    """``_clear_sender_state_locked``: pop ``put_req_chunk``, the watermarks and
+    ``request_payload``."""
+    tx.fire(("put_req_chunk", ext), "clear")
     tx.fire(("watermark", ext), "clear")
     release_request_state(tx, ext)
 

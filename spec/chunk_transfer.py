@@ -11,7 +11,8 @@ withhold, of a request that neither failed nor was finished),
 ``error_markers`` (not failed visibly, and the connector got a marker sent in
 place of a payload the processor raised on), ``queue`` / ``in_flight`` /
 ``mailbox`` (the tasks and puts, each with its save number), ``lost`` (a save
-``save_async`` skipped silently), ``made`` (producer state
+``save_async`` skipped silently), ``overwritten`` (a request whose unread,
+awaited put another put replaced under the same connector key), ``made`` (producer state
 and the request whose processor made it), ``crossed`` (a processor read
 another request's state).
 
@@ -51,6 +52,7 @@ PROCESSOR_FAILURE_VISIBLE = "processor_failure_visible"
 FAILURE_RELEASES_CONSUMER = "failure_releases_consumer"
 NO_SENDER_LEAK = "no_sender_leak"
 REUSE_ISOLATION = "reuse_isolation"
+NO_UNREAD_OVERWRITE = "no_unread_overwrite"
 
 LIVE_REQUEST = ("running", "parked")
 
@@ -98,6 +100,10 @@ def _nothing_dropped(v: StateView[Shared]) -> bool:
 
 def _no_state_crossed(v: StateView[Shared]) -> bool:
     return not v.g.crossed
+
+
+def _nothing_overwritten(v: StateView[Shared]) -> bool:
+    return not v.g.overwritten
 
 
 def _state_made(v: StateView[Shared]) -> bool:
@@ -286,6 +292,16 @@ def properties(segments: int = 1, *, reuse: bool = True) -> tuple[Property, ...]
             "producer state (request_payload).",
             _no_state_crossed,
             source="seed 000 (RFC #6453): state fenced by sender-generation identity",
+        ),
+        always(
+            NO_UNREAD_OVERWRITE,
+            "A put never replaces, under its connector key, a put whose consumer has not "
+            "read it and still waits for it: a request reusing an external id puts under "
+            "keys of its own.",
+            _nothing_overwritten,
+            source="connector keys '{ext}_{stage}_{chunk}' (CTA:777-778) and "
+            "_clear_sender_state_locked popping put_req_chunk (CTA:1031); seed 004: 'the "
+            "channel must distinguish request instances across ID reuse'",
         ),
         always(
             STATE_RETAINED,

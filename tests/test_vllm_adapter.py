@@ -506,17 +506,21 @@ def test_shm_a_failed_terminal_then_an_abort_unlinks_the_chunks(shm: Lockstep) -
 
 
 def test_shm_a_reused_id_overwrites_the_old_requests_unread_segment(shm: Lockstep) -> None:
-    # Below the model (connector keys are not modelled; the binding masks it):
-    # after a successful terminal the sender state is cleared, so the next
-    # request of the id starts again at key 0, while the old request's chunk
-    # under that key is still unread. The put replaces it (shm_write_bytes
+    # 0.30.0's no_unread_overwrite, in lockstep with the model: after a
+    # successful terminal the sender state is cleared (put_req_chunk popped), so
+    # the next request of the id starts again at key 0, while the old request's
+    # chunk under that key is still unread. The put replaces it (shm_write_bytes
     # unlinks an existing name): the consumer of ext0 would read r2's chunk.
     sent_chunk(shm.do("new_request", ext=EXT0))
     shm.do("save_terminal", ext=EXT0).do("begin").do("process", outcome="payload")
     shm.do("put", outcome="ok").do("finish")
+    assert shm.holds("no_unread_overwrite")
     sent_chunk(shm.do("new_request", ext=EXT0))
     keys = [entry.key for entry in shm.sent]
     assert keys[0] == keys[2] and [entry.request for entry in shm.sent] == [R1, R1, R2]
+    assert not shm.holds("no_unread_overwrite")
+    # key 0 holds r2's chunk now; key 1 still r1's terminal
+    assert sorted(shm.seen["segments"]) == [(keys[0], R2), (keys[1], R1)]
     payload, _ = shm.binding.connector.get("0", "1", keys[0])
     assert payload["request_id"] == R2
 

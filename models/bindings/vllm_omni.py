@@ -47,10 +47,11 @@ save thread is parked, the watermarks ``_segment_generation`` and
 ``requests_num_chunks_sent`` per external id, ``request_payload`` (the
 processor records which request created each entry), the arguments the
 processor parked in was called with, the side tables, and each successful
-put's connector key ``{ext}_{stage}_{chunk}``: the model does not model keys,
-but each put is made under one of its sender generations, whose successful
-puts take chunks 0, 1, ... (a failed or retired completion advances nothing,
-and a new generation starts again at 0).
+put's connector key ``{ext}_{stage}_{chunk}``, the model's (its
+``put_req_chunk``: a generation's counted puts take chunks 0, 1, ..., a
+failed or retired completion advances nothing, and the sender state's clear
+resets it). The consumer reads by key: a put under a key it has not read yet
+replaces that put, in the fake connector as in the model.
 
 The processor, its inputs (``is_finished`` as the flush signal,
 ``new_token_ids``, a codec stream's own ``meta.finished``) and the per-model
@@ -105,6 +106,7 @@ from ..chunk_transfer_records import (
     RELEASED_0_30_0,
     SEGMENT_END,
     TERMINAL,
+    Key,
     Shared,
     Task,
 )
@@ -190,6 +192,11 @@ KNOWN_0_30_0: Mapping[str, str] = {
         "a failed terminal (put False or raising) releases the fence but keeps the sender "
         "state until some finish_requests for the right external id (CTA:717-729, 883-900)"
     ),
+    "no_unread_overwrite": (
+        "connector keys are '{ext}_{stage}_{chunk}' (CTA:777-778) and the sender state's "
+        "clear pops put_req_chunk (CTA:1031): after a successful terminal, a request reusing "
+        "the external id puts under key 0 again, over the old request's unread puts"
+    ),
 }
 """Properties vLLM-Omni 0.30.0 is known to violate, with the reason."""
 
@@ -257,6 +264,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         self.tokens: dict[str, list[object]] = {}
         self.flight: Mapping[str, Any] | None = None
         self.put_tasks: list[Task] = []  # the model's task of each successful put
+        self.put_keys: list[Key] = []  # the model's connector key of each successful put
         self.reset_processor()
 
     # -- lifecycle -----------------------------------------------------------------
@@ -274,6 +282,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         self.tokens = {}
         self.flight = None
         self.put_tasks = []
+        self.put_keys = []
 
     def make_connector(self) -> Any:
         """The connector the adapter puts to: the fake FIFO one of the harness."""
@@ -418,11 +427,13 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         made = len(self.connector.sent)
         self.baton.resume(outcome)
         self._settle()
-        if len(self.connector.sent) > made:  # the model's task it put, for its key
-            flight = self.system.view(step.state).get("in_flight")
-            if flight is None:
-                raise AdapterError("vllm-omni: a put with no task in flight in the model")
+        if len(self.connector.sent) > made:  # the model's task it put, and its key
+            view = self.system.view(step.state)
+            flight, mailbox = view.get("in_flight"), view.get("mailbox")
+            if flight is None or not mailbox:
+                raise AdapterError("vllm-omni: a put the model did not make")
             self.put_tasks.append(flight.task)
+            self.put_keys.append(mailbox[-1].key)
 
     def _do_finish(self, step: SystemStep) -> None:
         self._expect_parked("finish")
@@ -515,15 +526,11 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         )
 
     def _expected_keys(self) -> tuple[str, ...]:
-        """Each successful put's connector key, ``{ext}_{stage}_{chunk}``: a sender
-        generation's puts take chunks 0, 1, ... (only a successful put advances
-        ``put_req_chunk``, CTA:853-860), and a new generation starts again at 0."""
+        """Each successful put's connector key, ``{ext}_{stage}_{chunk}``, as the model
+        made it (`statecore.models.chunk_transfer_keys`: ``put_req_chunk[ext]``); the
+        model's request instance is not part of 0.30.0's key string."""
         stage = self.connector.stage_id
-        keys = []
-        for index, task in enumerate(self.put_tasks):
-            chunk = sum(earlier.sender == task.sender for earlier in self.put_tasks[:index])
-            keys.append(f"{external_id(task.sender.key)}_{stage}_{chunk}")
-        return tuple(keys)
+        return tuple(f"{external_id(key.ext)}_{stage}_{key.chunk}" for key in self.put_keys)
 
     def expect(self, view: StateView[Shared]) -> Hashable:
         senders = tuple(

@@ -123,7 +123,8 @@ def _import_real() -> RealClasses:
     real_adapter = cta.OmniChunkTransferAdapter
 
     class FakeConnector(ParkingPut, connector_base):  # type: ignore[misc, valid-type]
-        """A connector whose ``put`` parks on the baton; the consumer reads a FIFO."""
+        """A connector whose ``put`` parks on the baton; the consumer reads a FIFO of
+        keys, and a put under a key it has not read yet replaces that put."""
 
         def __init__(self, binding: ConnectorOwner) -> None:
             self.binding = binding
@@ -140,7 +141,7 @@ def _import_real() -> RealClasses:
                 return False, 0, None
             entry = Sent(put_key, self.binding.flight_request_id(), *describe_payload(data))
             self.sent.append(entry)
-            self.unread.append(entry)
+            replace_unread(self.unread, entry)
             self.store[put_key] = data
             return True, 1, None
 
@@ -210,6 +211,17 @@ def new_request(classes: RealClasses, request_id: str, external_id: str, status:
     )
     request.status = getattr(classes.status, status)
     return request
+
+
+def replace_unread(unread: deque[Sent], entry: Sent) -> list[int]:
+    """Append `entry` to the consumer's `unread` puts; an unread put under the same key is
+    gone, as in a key-addressed store (the consumer reads by key). Returns the positions
+    of the puts it replaced."""
+    replaced = [i for i, old in enumerate(unread) if old.key == entry.key]
+    for i in reversed(replaced):
+        del unread[i]
+    unread.append(entry)
+    return replaced
 
 
 def describe_payload(data: Any) -> tuple[bool, bool, bool]:

@@ -27,20 +27,25 @@ How it differs from ``vllm-omni``:
   not read (its consumer is gone: the request was aborted), so a segment the
   cleanup misses stays, and shows.
 
-Compared after every step, besides what ``vllm-omni`` compares: which puts
-still have their segment. A put's segment must exist until the consumer
-reads it, unless the model has retired the sender generation it was put
-under without a successful terminal of that generation (the cleanup's
-business: then it must be gone). A cleanup task still queued behind the task
-in flight, and a key a later put reused, are left out of the comparison.
+Compared after every step, besides what ``vllm-omni`` compares: which keys
+still have a segment, and whose payload each holds (the internal id the
+processor wrote in it, read from ``/dev/shm`` without consuming it; None for
+an empty marker). The last put under a key must still be there, with its
+payload, until the consumer reads it, unless the model has retired the
+sender generation it was put under without a successful terminal of that
+generation (the cleanup's business: then it must be gone). A put under a key
+the consumer has not read yet replaces that put, in the model
+(`statecore.models.chunk_transfer_keys`) as on shared memory: the old
+request's consumer will never read its own payload there. Only a cleanup
+task still queued behind the task in flight is left out of the comparison.
 
 Its processor does not declare ``new_token_ids`` (the other shape the
 adapter handles, CTA:343-359), so it must not be passed them.
 
-A 0.30.0 behaviour the model does not express (its consumer reads one FIFO,
-not keys), so it is masked here and shown by a directed test instead: after a
-successful terminal, a request that reuses the external id starts again at
-key 0 and overwrites the old request's segments the consumer has not read.
+0.30.0's ``no_unread_overwrite`` finding shows here first: after a successful
+terminal, a request that reuses the external id starts again at key 0 and
+overwrites the old request's segments the consumer has not read (a known
+finding, `KNOWN_0_30_0`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from .vllm_omni_harness import (
     Sent,
     describe_payload,
     make_adapter,
+    replace_unread,
     run_save_task,
 )
 
@@ -87,6 +93,7 @@ class ShmPut(NamedTuple):
     key: str  # ``{ext}_{stage}_{chunk}``, the segment's name
     sender: Handle  # the model's sender generation whose task made it
     terminal: bool
+    holder: str | None  # the internal id its payload names (None: an empty marker)
 
 
 def new_stage() -> int:
@@ -131,9 +138,10 @@ def shm_connector_class() -> type[Any]:
                 )
                 if result[0]:
                     entry = Sent(put_key, self.binding.flight_request_id(), *describe_payload(data))
+                    for position in reversed(replace_unread(self.unread, entry)):
+                        del self.unread_index[position]  # the segment holds the new put now
                     self.unread_index.append(len(self.sent))
                     self.sent.append(entry)
-                    self.unread.append(entry)
                 return result
 
         _CONNECTOR = ParkingSharedMemoryConnector
@@ -191,7 +199,8 @@ class SharedMemoryBinding(OmniChunkTransferAdapterBinding):
         made = len(self.put_tasks)
         super()._do_put(step, outcome)
         for task, entry in zip(self.put_tasks[made:], self.connector.sent[made:]):
-            self.puts.append(ShmPut(entry.key, task.sender, task.kind == TERMINAL))
+            holder = None if entry.empty else entry.request
+            self.puts.append(ShmPut(entry.key, task.sender, task.kind == TERMINAL, holder))
             if task.kind == TERMINAL:
                 self.terminal_sent.add(task.sender)
 
@@ -223,7 +232,8 @@ class SharedMemoryBinding(OmniChunkTransferAdapterBinding):
         return {put.key: index for index, put in enumerate(self.puts)}
 
     def _compared(self) -> list[int]:
-        """The puts whose segment is compared: neither overwritten nor due to a queued cleanup."""
+        """The puts whose segment is compared: the last under each key, unless a queued
+        cleanup is due to unlink it."""
         pending = {
             f"{prefix}_{chunk}"
             for task in self.adapter._pending_save_reqs
@@ -238,13 +248,23 @@ class SharedMemoryBinding(OmniChunkTransferAdapterBinding):
             if latest[put.key] == index and put.key not in pending
         ]
 
+    def _holder(self, key: str) -> str | None:
+        """The internal id the payload in segment `key` names, read without consuming it."""
+        with open(os.path.join(SHM_DIR, key), "rb") as segment:
+            payload = self.connector.deserialize_obj(segment.read())
+        holder = payload.get("request_id") if isinstance(payload, dict) else None
+        return None if holder is None else str(holder)
+
     def observe(self) -> Hashable:
-        segments = tuple(i for i in self._compared() if segment_exists(self.puts[i].key))
+        keys = (self.puts[i].key for i in self._compared())
+        segments = tuple((key, self._holder(key)) for key in keys if segment_exists(key))
         return (*super().observe(), ("segments", segments))  # type: ignore[misc]
 
     def expect(self, view: StateView[Shared]) -> Hashable:
         segments = tuple(
-            i for i in self._compared() if i not in self.read and self._owed(self.puts[i], view)
+            (self.puts[i].key, self.puts[i].holder)
+            for i in self._compared()
+            if i not in self.read and self._owed(self.puts[i], view)
         )
         return (*super().expect(view), ("segments", segments))  # type: ignore[misc]
 
