@@ -114,10 +114,11 @@ def test_a_generation_mode_commit_makes_each_payload_shape_the_prompt(
     }
     assert request.status.name == "RUNNING"  # handed over and scheduled
     assert _commit(generation).prompt_token_ids == [12]  # a 1-D tensor, as a list
-    assert request.additional_information is None  # the next cycle: done receiving
+    assert request.additional_information["meta"] == {"is_segment_finished": True}
     generation.do("resume_segment", req=R)
     assert _commit(generation).prompt_token_ids == []  # finished without frames
     assert request.resumable is False
+    assert request.additional_information is None  # the next cycle: done receiving
     generation.do("cleanup", req=R).do("new_request", req=R)
     request = generation.binding.request
     assert not hasattr(request, "additional_information")
@@ -235,6 +236,25 @@ SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
     ("generation", "_commit_received_chunk", "delete-statement {}: request.prompt_token_ids = [0]"),
     ("generation", "_commit_received_chunk", "delete-statement {}: request.resumable = False #2"),
     ("generation", "_commit_received_chunk", "delete-statement {}: self._refresh_generation_c"),
+    # the scheduler's calls: a finish between the chunk gate and restore_queues puts the
+    # parked request's status back (finish_status)
+    ("ar", "finish_requests", "delete-statement {}: request.status = self.requests_origin_sta"),
+    # a handed-over chunk not yet scheduled is left alone by the next cycle (entry, status)
+    ("ar", "_process_chunk_queue_legacy", "delete-statement {}: continue"),
+    (
+        "ar",
+        "_clear_chunk_ready",
+        "delete-statement {}: self.requests_with_ready_chunks.remove(req_d",
+    ),
+    # restore_queues gives the parked request back to its queue (queue, parked)
+    ("ar", "restore_queues", "delete-statement {}: running_queue.extend(live_running_requests)"),
+    ("ar", "restore_queues", "delete-statement {}: self.waiting_for_chunk_running_requests = "),
+    # the AR prompt update and the cached payload shipped (request, shipped)
+    ("ar", "_apply_pending_ar_prompt_updates", "delete-statement {}: request.additional_infor"),
+    ("ar", "attach_cached_additional_information", "delete-statement {}: request.additional_i"),
+    # the windowed gate clears a done request's payload; cleanup leaves the window (active)
+    ("generation", "_process_chunk_queue", "delete-statement {}: request.additional_information"),
+    ("generation", "_clear_receiver_state_locked", "delete-statement {}: self._active_streams"),
 )
 """(binding, function, mutant id prefix with ``{}`` for ``OmniChunkTransferAdapter.<function>``)."""
 

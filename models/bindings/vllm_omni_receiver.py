@@ -57,7 +57,7 @@ from typing import Any
 from statecore.adapter import Adapter, AdapterError, Baton
 from statecore.system import StateView, System, SystemState, SystemStep
 
-from ..receiver import FINISHED, SEGMENT_END, Shared
+from ..receiver import FINISHED, Shared
 from .vllm_omni_harness import CONNECTOR_BASE_MODULE, make_adapter, new_request, real_classes
 from .vllm_omni_receiver_payloads import (
     MISSING,
@@ -304,9 +304,9 @@ class ReceiverBinding(Adapter):
         if flight is not None and flight.result is not None:
             # A chunk committed: the next cycle hands it over, and vLLM schedules it
             # then, or (an odd chunk) a cycle later, for want of room; the cycle after
-            # a boundary finds the request done receiving.
+            # the finished chunk finds the request done receiving.
             self.scheduler.schedule(self.request, delayed=flight.chunk_id % 2 == 1)
-            if flight.result in (SEGMENT_END, FINISHED):
+            if flight.result == FINISHED:
                 self.scheduler.tick()
 
     def _do_get_return_stale(self, step: SystemStep) -> None:

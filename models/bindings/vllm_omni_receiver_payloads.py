@@ -131,7 +131,7 @@ def expected_request(
     it the request's ``additional_information`` (CTA:1230-1250). Where the
     scheduler ships cached payloads, a request scheduled again (every chunk after
     the first) gives its ``additional_information`` to the output (CTA:1504-1515);
-    the cycle after a boundary (segment end or finished) clears it (CTA:1394-1396).
+    the cycle after the finished chunk clears it (CTA:1394-1396).
     """
     info: Any = initial_info(incarnation)
     if info == MISSING and registered_once:
@@ -153,7 +153,7 @@ def expected_request(
             info, prompt, buffer = _generation_commit(chunk, data, info, buffer)
         if ships_cached_payloads and index > 0 and info:
             shipped, info = info, None
-        if chunk.kind in (SEGMENT_END, FINISHED):
+        if chunk.kind == FINISHED:
             info = None  # the next cycle finds it done receiving (CTA:1394-1396)
     view = RequestView(tuple(prompt), len(prompt), freeze(info), freeze(buffer), resumable)
     return view, freeze(shipped)
