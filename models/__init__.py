@@ -98,6 +98,16 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         doc="CheckedChunkTransferAdapter through one resumable realtime request",
     ),
     AdapterSpec(
+        name="vllm-omni-stage-pair",
+        target="stage_pair",
+        factory="statecore.models.bindings.vllm_omni_stage_pair:StagePairBinding",
+        system="statecore.models.bindings.vllm_omni_stage_pair:fuzz_system_0_30_0",
+        install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
+        "(or: tox -e vllm)",
+        doc="two real OmniChunkTransferAdapters of vllm-omni 0.30.0 (stage N sender, stage "
+        "N+1 receiver) over one real SharedMemoryConnector",
+    ),
+    AdapterSpec(
         name="request-state-accessor",
         target="request_state_system",
         factory="statecore.models.bindings.request_state:AccessorBinding",

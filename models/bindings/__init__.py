@@ -4,6 +4,8 @@
 harness, its processor and the re-introduced bugs of the mutation benchmark)
 to ``chunk_transfer``, and `vllm_omni_shm` does the same on its real
 ``SharedMemoryConnector``; `vllm_omni_segments` and `vllm_omni_receiver` bind
-it to ``segments`` and ``receiver_system``; `request_state` and `stream_edge`
+it to ``segments`` and ``receiver_system``; `vllm_omni_stage_pair` binds two of
+them, stage N's sender and stage N+1's receiver over one shared-memory
+connector, to ``stage_pair``; `request_state` and `stream_edge`
 bind the reference implementations of `statecore.models.implementations`.
 """
