@@ -15,7 +15,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 from model_checks import assert_story, report_of
@@ -52,6 +54,7 @@ GOLDEN = {
 }
 
 EXT = ("ext", sp_records.EXT.values[0])
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings.md"
 
 
 def act(text: str) -> ActionLabel:
@@ -193,3 +196,15 @@ def test_a_put_terminal_keeps_its_keys_an_aborted_generation_unlinks_them() -> N
     assert g.queue == (Cleanup(1),)  # type: ignore[attr-defined]
     g = run(sp.STAGE_PAIR, *aborted, "run_cleanup")
     assert g.store == () and g.put_chunk == 0  # type: ignore[attr-defined]
+
+
+def test_findings_show_the_shortest_traces_of_0_30_0() -> None:
+    # The last trace block of docs/findings.md is what the stage pair's Python block prints.
+    blocks = re.findall(r"^```text\n(.*?)^```", FINDINGS.read_text(encoding="utf-8"), re.M | re.S)
+    shown = blocks[-1].strip().splitlines()
+    printed = []
+    for result in report_of(TARGETS["stage_pair_0_30_0"]).violations():
+        assert result.trace is not None
+        actions = [str(a) for a in result.trace.actions]
+        printed.append(f"{result.property.id} {len(actions)} {actions}")
+    assert shown == printed

@@ -114,6 +114,17 @@ def test_0_30_0_leaves_the_receiver_to_its_deadline_after_a_failed_terminal(
     assert pair.g.timed_out == {1}  # type: ignore[attr-defined]
 
 
+def test_0_30_0_a_reused_id_puts_past_the_key_its_receiver_polls(pair: Lockstep) -> None:
+    pair.do("new_request", "save_chunk", "begin", "put:ok", "poll")  # key 0, read
+    pair.do("save_terminal", "begin", "put:false", "collect_failures", "poll", "deadline")
+    pair.do("new_request", "save_chunk", "save_terminal", "begin", "put:ok", "poll")
+    # The chunk was skipped as a replay (the old watermark), the terminal joined the
+    # old generation and went out under key 1; the receiver polls key 0.
+    assert [k for k in range(3) if pair.segment(k)] == [1]
+    assert pair.binding.receiver.get_req_chunk.get("ext0-d2", 0) == 0
+    assert pair.g.owed == {(2, 0)}  # type: ignore[attr-defined]
+
+
 def test_an_aborted_generations_keys_are_unlinked_by_the_save_thread(pair: Lockstep) -> None:
     pair.do("new_request", "save_chunk", "begin", "put:ok", "abort")
     assert pair.segment(0)  # the cleanup task is queued, not run
