@@ -24,8 +24,8 @@ GOLDEN = Path(__file__).parent / "golden" / "targets.json"
 
 
 # Two ids, where symmetry reduction has something to do (the bundled targets
-# have one id each): request_state's ids are interchangeable, chunk_transfer's
-# scheduler sweep tells them apart and the search falls back to the full one.
+# have one id each): both systems' ids are interchangeable (chunk_transfer's
+# failure sweep steps them in id order, which only reorders the transitions taken).
 EXTRA = {
     "request_state_two_ids": lambda: request_state.build(
         request_state.RequestStateConfig(ids=2, generations=1)

@@ -206,6 +206,79 @@ def test_a_symmetric_system_keeps_its_reduction() -> None:
     assert report.states < full.states
 
 
+def step_every_worker(tx: Tx) -> None:
+    """Each worker in id order: an idle one acquires, a busy one finishes."""
+    fired = False
+    for w in WORKERS.values:
+        snapshot = tx.snapshot(("worker", w))
+        if snapshot is not None and snapshot.state != "done":
+            event = "acquire" if snapshot.state == "idle" else "finish"
+            fired = tx.fire(("worker", w), event).accepted or fired
+    tx.require(fired)
+
+
+QUIET_WORKER = Machine(
+    "worker",
+    states=WORKER.states,
+    events=WORKER.events,
+    transitions=[Transition(t.source, t.event, t.target) for t in WORKER.transitions],
+)
+"""`WORKER` without outputs."""
+
+
+def stepping_workers(*properties: Any, machine: Machine = WORKER) -> System:
+    """`workers`, with one more action that steps both workers at once, in id order."""
+    return System(
+        "stepping_workers",
+        components=[Component("worker", machine, WORKERS)],
+        globals=[Global("first", None)],
+        actions=[
+            Action("acquire", "scheduler", acquire_first, {"w": WORKERS}),
+            Action("finish", "scheduler", finish, {"w": WORKERS}),
+            Action("step_all", "scheduler", step_every_worker),
+        ],
+        init=spawn_all,
+        properties=properties,
+    )
+
+
+def test_transitions_taken_in_id_order_keep_the_reduction() -> None:
+    """The transitions taken only count toward coverage: their order is no asymmetry."""
+    both_done = sometimes(
+        "both_done",
+        "both workers finish",
+        lambda v: _state(v, W0) == "done" and _state(v, W1) == "done",
+    )
+    system = stepping_workers(both_done, machine=QUIET_WORKER)
+    report = same_verdicts(system)
+    assert report.symmetry and report.notes == ()
+    assert report.result("both_done").verdict == HOLDS
+    full = explore(system, symmetry=False, stop_on_violation=False)
+    assert report.states < full.states
+
+
+def test_outputs_in_id_order_turn_symmetry_off_for_a_monitor_that_reads_their_order() -> None:
+    """One step emits ``finished`` then ``acquired`` or the reverse, by which id is busy."""
+
+    def everything(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
+        return "all", emitted.output.name, {}
+
+    no_acquire_after_finish = Machine(
+        "order_watch",
+        states=[State("quiet", initial=True), State("after_finish")],
+        events=[Event("acquired"), Event("finished")],
+        transitions=[
+            Transition("quiet", "acquired", "quiet"),
+            Transition("quiet", "finished", "after_finish"),
+            Transition("after_finish", "finished", "after_finish"),
+        ],
+    )
+    watch = monitor("ordered", "no acquire after a finish", no_acquire_after_finish, everything)
+    report = same_verdicts(stepping_workers(watch))
+    assert report.result("ordered").verdict == VIOLATED
+    assert not report.symmetry and "the outputs differ" in report.notes[0]
+
+
 def test_stop_on_violation_with_an_id_naming_property_reports_a_real_trace() -> None:
     report = explore(workers(W1_NEVER_FIRST))
     result = report.result("w1_never_first")

@@ -218,11 +218,23 @@ def _renamed_run(run: Run, rename_: Callable[[Any], Any], slots: tuple[int, ...]
 
 
 def _comparable(run: Run) -> tuple[object, ...]:
-    """A run with its order-free parts as sets: reading in another order is fine."""
+    """A run with its order-free parts as sets: reading in another order is fine.
+
+    The transitions taken are a multiset: they only count toward coverage, per
+    machine transition (no id), so an action that fires on each id's machine in
+    id order takes the same transitions under a renaming, in another order.
+    The outputs keep their order: a monitor reads them in sequence.
+    """
     if run.outcome is None:
         return (frozenset(run.reads), None)
     slot_writes, value_writes, outputs, taken = run.outcome
-    return (frozenset(run.reads), frozenset(slot_writes), frozenset(value_writes), outputs, taken)
+    return (
+        frozenset(run.reads),
+        frozenset(slot_writes),
+        frozenset(value_writes),
+        outputs,
+        tuple(sorted(taken)),
+    )
 
 
 def _what_differs(expected: Run, observed: Run) -> str:
