@@ -88,7 +88,7 @@ def test_a_get_that_finds_nothing_requeues_the_entry_whichever_way_it_says_so(
 ) -> None:
     run.do("load_async", req=R)
     entry = run.binding.adapter._registered_load_entries["req0"]
-    for miss in ("raise", "empty", "none"):  # MISSES, from the first miss on
+    for miss in ("none", "raise", "empty", "none"):  # MISSES in turn
         run.do("get_start_empty", req=R).do("get_return")
         assert run.binding.adapter._pending_load_reqs[-1] is entry, miss
         assert run.binding.adapter.get_req_chunk["req0"] == 0, miss
@@ -213,8 +213,6 @@ BINDINGS: dict[str, type[ReceiverBinding]] = {
 SOURCE_MUTANTS: tuple[tuple[str, str, str], ...] = (
     # a connector.get that raises: a live entry is polled again, not lost (entry)
     ("ar", "_poll_single_request", "flip-constant {}: return False"),
-    # an empty payload is not a chunk: nothing committed, the entry polled again
-    ("ar", "_commit_received_chunk", "flip-constant {}: return False #2"),
     # is_done_receiving_chunks is either flag (done)
     ("ar", "is_done_receiving_chunks", "swap-and-or {}: return request_id in"),
     # load_async keeps a request's own additional_information (request)
@@ -275,3 +273,28 @@ def test_a_single_point_mutant_is_found(
     assert finding is not None, f"{mutant_id} survived {report.examples} examples ({binding})"
     steps = len(finding.trace.steps) - 1
     print(f"\n{mutant_id}: {finding.kind} {finding.property_id}, {steps} steps shrunk")
+
+
+def test_an_empty_payload_taken_for_a_chunk_is_found_in_lockstep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The third miss of an example is an empty payload, a state the 200-example search
+    # of seed 0 does not meet with this mutant (committing it without advancing the
+    # chunk index): shown directly.
+    prefix = "flip-constant {}: return False #2"
+    mutant_id = source_mutant_id(REAL.adapter, "_commit_received_chunk", prefix)
+    for name, replacement in source_mutant(
+        REAL.adapter, "_commit_received_chunk", mutant_id
+    ).items():
+        monkeypatch.setattr(REAL.adapter, name, replacement)
+    run = Lockstep()
+    try:
+        run.do("load_async", req=R)
+        run.do("get_start_empty", req=R).do("get_return")  # None
+        run.do("get_start_empty", req=R).do("get_return")  # an exception
+        run.do("get_start_empty", req=R)
+        with pytest.raises(AssertionError):
+            run.do("get_return")  # an empty payload "committed": the registration popped
+        assert "req0" not in run.binding.adapter._registered_load_entries
+    finally:
+        run.binding.teardown()

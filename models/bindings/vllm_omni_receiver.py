@@ -128,8 +128,8 @@ def connector_class() -> type[Any]:
                 found = self.store.get(get_key)
                 miss = None
                 if found is None:
-                    self.misses += 1
                     miss = MISSES[self.misses % len(MISSES)]
+                    self.misses += 1
                 self.asked = get_key
                 try:
                     self.baton.park("get")
