@@ -37,21 +37,95 @@ def abort_naming_a_freed_request(run: Lockstep) -> None:
     assert run.seen["senders"] == ()  # the live request was aborted all the same
 
 
-KILLS: tuple[tuple[str, str, Callable[[Lockstep], None], type[BaseException]], ...] = (
+def sent(run: Lockstep, save: str) -> Lockstep:
+    """`save` for ext0, run through the processor and a successful put."""
+    run.do(save, ext=EXT0).do("begin").do("process", outcome="payload")
+    return run.do("put", outcome="ok").do("finish")
+
+
+def segment_end_sent(run: Lockstep) -> None:
+    """A chunk, then a segment end, each sent: the end clears the segment's tables."""
+    sent(sent(run.do("new_request", ext=EXT0), "save_chunk"), "save_segment_end")
+    tables = run.binding.adapter
+    assert "ext0" not in tables.ramp_chunk_count and "ext0" not in tables._adaptive_states
+    assert run.seen["side_tables"] == ()
+
+
+def second_chunk_processed(run: Lockstep) -> None:
+    """The processor of a segment's second chunk reads a ramp count of 1."""
+    sent(run.do("new_request", ext=EXT0), "save_chunk").do("save_chunk", ext=EXT0).do("begin")
+    assert run.binding.adapter.ramp_chunk_count["ext0"] == 1
+
+
+RAISES = (AttributeError, "NoneType")
+"""The real code raises (reading the status of a request that is not there)."""
+CAUGHT = (AssertionError, "^implementation ")
+"""The lockstep comparison fails (`Lockstep.check`), not an assertion of the walk."""
+GEN = "_send_single_request_for_generation"
+SEGMENT_END = "{}: if is_segment_finished:"
+
+KILLS: tuple[tuple[str, str, Callable[[Lockstep], None], tuple[type[Exception], str]], ...] = (
     # finish_requests skips an id its map lacks (CTA:1601-1604); a mutant that
     # reads the missing request's status raises on the freed id.
-    (FINISH, "negate-condition {}: if request is None:", abort_naming_a_freed_request, Exception),
-    (FINISH, "swap-is {}: if request is None:", abort_naming_a_freed_request, Exception),
-    (FINISH, "delete-statement {}: continue", abort_naming_a_freed_request, Exception),
+    (FINISH, "negate-condition {}: if request is None:", abort_naming_a_freed_request, RAISES),
+    (FINISH, "swap-is {}: if request is None:", abort_naming_a_freed_request, RAISES),
+    (FINISH, "delete-statement {}: continue", abort_naming_a_freed_request, RAISES),
+    # a segment end clears the segment-scoped side tables and the ramp counter
+    # (CTA:902-909): each pop, and the test that guards them
+    (GEN, f"negate-condition {SEGMENT_END}", segment_end_sent, CAUGHT),
+    (
+        GEN,
+        "delete-statement {}: self.code_prompt_token_ids.pop(external_req_id, None)",
+        segment_end_sent,
+        CAUGHT,
+    ),
+    (
+        GEN,
+        'delete-statement {}: getattr(self, "_qwen3_tts_emitted_frames", {}).pop('
+        "external_req_id, None)",
+        segment_end_sent,
+        CAUGHT,
+    ),
+    (
+        GEN,
+        "delete-statement {}: self.ramp_chunk_count.pop(external_req_id, None)",
+        segment_end_sent,
+        CAUGHT,
+    ),
+    (
+        GEN,
+        "delete-statement {}: self._adaptive_states.pop(external_req_id, None)",
+        segment_end_sent,
+        CAUGHT,
+    ),
+    (
+        GEN,
+        "delete-statement {}: cached_ic.pop(external_req_id, None)",
+        segment_end_sent,
+        CAUGHT,
+    ),
+    # the ramp counter a processor reads: the segment's successful puts so far
+    (
+        GEN,
+        "delete-statement {}: self.ramp_chunk_count[external_req_id] += 1",
+        second_chunk_processed,
+        CAUGHT,
+    ),
+    (
+        GEN,
+        "one-to-zero {}: self.ramp_chunk_count[external_req_id] += 1",
+        second_chunk_processed,
+        CAUGHT,
+    ),
 )
 """(function, mutant id with ``{}`` for ``OmniChunkTransferAdapter.<function>``, the
-walk to where it differs, what the walk raises under the mutant)."""
+walk to where it differs, what the walk raises under the mutant and its message's pattern)."""
 
 
 def mutant_id(function: str, template: str) -> str:
     """The id `template` names, checked to be one of `function`'s mutants."""
     qualified = f"OmniChunkTransferAdapter.{function}"
-    wanted = template.replace("{}", qualified)
+    wanted = template.replace("{}", qualified, 1)
     assert wanted in {m.id for m in source_mutants(CTA_FILE, [qualified])}, wanted
     return wanted
 
@@ -61,6 +135,14 @@ def run() -> Iterator[Lockstep]:
     lockstep = Lockstep()
     yield lockstep
     lockstep.close()
+
+
+def test_the_ramp_count_starts_again_after_a_cleared_segment_end(run: Lockstep) -> None:
+    segment_end_sent(run)
+    run.do("next_segment", ext=EXT0).do("save_chunk", ext=EXT0).do("begin")
+    assert run.binding.adapter.ramp_chunk_count.get("ext0", 0) == 0
+    run.do("process", outcome="payload").do("put", outcome="ok").do("finish")
+    assert run.binding.adapter.ramp_chunk_count["ext0"] == 1
 
 
 def test_the_freed_id_is_one_no_map_holds() -> None:
@@ -77,7 +159,7 @@ def test_a_survivor_is_now_caught(
     function: str,
     template: str,
     walk: Callable[[Lockstep], None],
-    raises: type[BaseException],
+    raises: tuple[type[Exception], str],
     unmutated: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -90,7 +172,7 @@ def test_a_survivor_is_now_caught(
         if unmutated:
             walk(run)
         else:
-            with pytest.raises(raises):
+            with pytest.raises(raises[0], match=raises[1]):
                 walk(run)
     finally:
         run.close()

@@ -20,6 +20,14 @@ it records is compared after every step:
   CTA:1029-1043), and a processor must never meet an entry another state
   generation left: a reused external id never sees the old request's entries.
 
+* ``segment_tables``: a segment end clears ext's segment-scoped entries
+  (`SEGMENT_TABLES` and ``ramp_chunk_count``, CTA:902-909) once its send is
+  through (the put returned, or reported failure), unless the send stopped
+  early (its generation cancelled or replaced, the put raising): checked when
+  the save thread is idle again. And the ``ramp_chunk_count`` a
+  processor reads (qwen3_tts.py:253, the chunk's index in its segment) counts
+  the generation's successful puts since its last cleared segment end.
+
 Every request of an even generation is a model-native codec stream: its
 processor sets ``meta.finished`` itself, a plain bool, with ``codec_streaming``
 (the adapter keeps it, CTA:812-820), to the request's own end, and
@@ -59,6 +67,13 @@ and ``_cached_ic`` as qwen3_tts.py does; ``_adaptive_states`` and
 ``_pending_streaming_prefills`` stand for the adaptive chunk-size and streaming-prefill
 state; ``code_prompt_token_ids`` for the codec codes a producer accumulates):
 segment-scoped ones are popped at a segment end, all with the sender state."""
+SEGMENT_TABLES = (
+    "code_prompt_token_ids",
+    "_qwen3_tts_emitted_frames",
+    "_adaptive_states",
+    "_cached_ic",
+)
+"""The side tables a segment end clears (CTA:902-909), with ``ramp_chunk_count``."""
 SENDER_TABLES = (*PROCESSOR_TABLES, "put_req_chunk", "ramp_chunk_count")
 """Every per-external-id sender table that must not outlive ``request_payload[ext]``."""
 
@@ -97,6 +112,12 @@ class ProcessorPart:
         self.stale: set[tuple[str, str]] = set()  # (side table, ext) met with an old entry
         self.codec: set[str] = set()  # internal ids whose processor sets meta.finished itself
         self.meta_struct: Any = None
+        # A segment end the processor flushed: (ext, internal id, sender token),
+        # checked once the save thread is idle again (`segment_tables`).
+        self.segment_end: tuple[str, str, Any] | None = None
+        self.ramp_base: dict[int, int] = {}  # id(token) -> put_req_chunk at its last cleared end
+        self.ramp_tokens: list[Any] = []  # the tokens `ramp_base` names, kept alive
+        self.wrong: set[tuple[str, str]] = set()  # (what, ext) found wrong
 
     def install_processor(self) -> None:
         """Set the processor on the adapter (directly: the dotted-path config is CTA:179-184)."""
@@ -124,6 +145,8 @@ class ProcessorPart:
         new_token_ids: tuple[int, ...] = (),
     ) -> Any:
         self.call = (bool(is_finished), tuple(new_token_ids))
+        if self.processor_inputs:
+            self._check_ramp(transfer_manager, request.external_req_id)
         try:
             outcome = self.baton.park("processor")
         finally:
@@ -135,6 +158,9 @@ class ProcessorPart:
         state.setdefault(NAMESPACE, str(request.request_id))
         if self.processor_inputs and ext in transfer_manager.request_payload:
             self._write_side_tables(transfer_manager, ext, state[NAMESPACE])
+            if is_finished and not (request.is_finished() and not request.resumable):
+                token = transfer_manager._sender_tokens.get(ext)
+                self.segment_end = (ext, str(request.request_id), token)
         if outcome == "raise":
             raise ProcessorFailure(f"statecore: processor raised for {request.request_id}")
         if outcome == "none":
@@ -174,6 +200,40 @@ class ProcessorPart:
                 self.stale.add((name, ext))
             table[ext] = owner
 
+    def _check_ramp(self, adapter: Any, ext: str) -> None:
+        """The processor's ``ramp_chunk_count[ext]``: successful puts since the last end."""
+        token = adapter._sender_tokens.get(ext)
+        chunks = adapter.put_req_chunk.get(ext, 0)
+        expected = chunks - self.ramp_base.get(id(token), 0)
+        if token is not None and adapter.ramp_chunk_count.get(ext, 0) != expected:
+            self.wrong.add(("ramp_chunk_count", ext))
+
+    def segment_tables(self) -> tuple[tuple[str, str], ...]:
+        """(table, ext) of a segment-scoped entry a segment end should have cleared.
+
+        Checked once the save thread is idle again (the task's failure, if any, is
+        recorded by then), and only if the send went through: the generation is
+        still current and not cancelled, and no send failure is recorded for the
+        request (a raising put skips the clear; a failed one is left out too).
+        Where it cleared, the generation's puts so far are the base of the
+        next segment's ``ramp_chunk_count``.
+        """
+        if self.segment_end is not None and self.baton.parked_at is None:
+            ext, request_id, token = self.segment_end
+            self.segment_end = None
+            adapter = self.adapter
+            current = token is not None and adapter._sender_tokens.get(ext) is token
+            if current and not token.cancelled and request_id not in adapter._send_failures:
+                for name in (*SEGMENT_TABLES, "ramp_chunk_count"):
+                    if ext in (getattr(adapter, name, None) or {}):
+                        self.wrong.add((name, ext))
+            # Whether it cleared (a failed put clears too; a raising one, or a
+            # send that stopped early, does not), the counter says.
+            if current and ext not in adapter.ramp_chunk_count:
+                self.ramp_tokens.append(token)
+                self.ramp_base[id(token)] = adapter.put_req_chunk.get(ext, 0)
+        return tuple(sorted(self.wrong))
+
     def side_tables(self) -> tuple[tuple[str, str], ...]:
         """(table, ext) of every side-table entry that outlives ``request_payload[ext]``,
         or that a processor found left by an earlier state generation."""
@@ -185,4 +245,4 @@ class ProcessorPart:
             for ext, value in (getattr(adapter, name, None) or {}).items()
             if ext not in held and value != 0  # a defaultdict read creates a 0
         }
-        return tuple(sorted(outliving | self.stale))
+        return tuple(sorted(outliving | self.stale)) + self.segment_tables()
