@@ -41,6 +41,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -139,6 +140,21 @@ def saved_statecore(paths: Sequence[str]) -> dict[str, Verdict]:
             verdicts[m["id"]] = _statecore_verdict(
                 m["status"], m.get("finding") or {}, m.get("seconds", 0.0)
             )
+    return verdicts
+
+
+PROGRESS = re.compile(r"mutant \d+/\d+ (\w+): (.*) \([^()]*:\d+\)$")
+"""A progress line of `statecore mutate`: ``...: mutant 3/12 killed: ID (FILE:LINE)``."""
+
+
+def logged_statecore(paths: Sequence[str]) -> dict[str, Verdict]:
+    """The verdicts in `statecore mutate` progress lines; a later line wins."""
+    verdicts: dict[str, Verdict] = {}
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            found = PROGRESS.search(line)
+            if found is not None:
+                verdicts[found.group(2)] = _statecore_verdict(found.group(1), {}, 0.0)
     return verdicts
 
 
@@ -381,9 +397,15 @@ def print_report(
     todo: Sequence[Any],
     declared: dict[str, str],
     ours: dict[str, Verdict],
-    theirs: dict[str, Verdict],
+    theirs: dict[str, Verdict] | None,
 ) -> str:
-    """The side-by-side table and the survivors; returns the RESULT line."""
+    """The side-by-side table and the survivors; returns the RESULT line.
+
+    `theirs` None: the baseline was not run (its columns read ``-``).
+    """
+    ran = theirs is not None
+    if theirs is None:
+        theirs = {m.id: Verdict(SURVIVED) for m in todo}
     rows = tally(todo, declared, ours, theirs)
     width = max(len(r.name) for r in rows) + 2
     print(
@@ -396,19 +418,24 @@ def print_report(
         if r.name == "total":
             print("-" * (width + 70))
         s, b, n = r.statecore, r.baseline, r.non_equivalent
+        base = (
+            f"{b[KILLED]:>7}{b[SURVIVED]:>6}{b[TIMEOUT]:>5}{score(b[KILLED], n):>7}"
+            if ran
+            else f"{'-':>7}{'-':>6}{'-':>5}{'-':>7}"
+        )
         print(
             f"{r.name:<{width}}{r.mutants:>8}{r.equivalent:>6}{n:>5}"
-            f"{s[KILLED]:>7}{s[SURVIVED]:>6}{s[TIMEOUT]:>5}{score(s[KILLED], n):>7}  "
-            f"{b[KILLED]:>7}{b[SURVIVED]:>6}{b[TIMEOUT]:>5}{score(b[KILLED], n):>7}"
+            f"{s[KILLED]:>7}{s[SURVIVED]:>6}{s[TIMEOUT]:>5}{score(s[KILLED], n):>7}  {base}"
         )
     live = [m for m in todo if m.id not in declared and not _crashed(m, ours, theirs)]
     both = sum(1 for m in live if ours[m.id].killed and theirs[m.id].killed)
     only_ours = sum(1 for m in live if ours[m.id].killed and not theirs[m.id].killed)
     only_theirs = [m for m in live if theirs[m.id].killed and not ours[m.id].killed]
-    print(
-        f"killed by both {both}, by statecore only {only_ours}, by the baseline only "
-        f"{len(only_theirs)}, by neither {len(live) - both - only_ours - len(only_theirs)}"
-    )
+    if ran:
+        print(
+            f"killed by both {both}, by statecore only {only_ours}, by the baseline only "
+            f"{len(only_theirs)}, by neither {len(live) - both - only_ours - len(only_theirs)}"
+        )
     wrongly = [m.id for m in todo if m.id in declared and ours[m.id].killed]
     for mutant_id in wrongly:
         print(f"  declared equivalent, yet statecore killed it: {mutant_id!r}")
@@ -420,6 +447,12 @@ def print_report(
         for m in survivors:
             print(f"  {ours[m.id].status:<8} {m.where}  {m.id!r}")
     total = rows[-1]
+    if not ran:
+        return (
+            f"RESULT mutants={total.mutants} non_equivalent={total.non_equivalent} "
+            f"statecore_killed={total.statecore[KILLED]} "
+            f"statecore_score={score(total.statecore[KILLED], total.non_equivalent)}"
+        )
     return (
         f"RESULT mutants={total.mutants} non_equivalent={total.non_equivalent} "
         f"statecore_killed={total.statecore[KILLED]} "
@@ -449,8 +482,22 @@ def main() -> None:
         "(repeatable; for a mutant in several, the last file's verdict counts); "
         "mutants in none are fuzzed",
     )
+    parser.add_argument(
+        "--statecore-log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="as --statecore-report, from the progress lines a `statecore mutate` run wrote "
+        "to stderr (a run stopped before its report)",
+    )
     parser.add_argument("--baseline-report", action="append", default=[], metavar="FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write the baseline's verdicts")
+    parser.add_argument(
+        "--baseline-only", action="store_true", help="run the baseline, save it, and stop"
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="statecore alone (the baseline's columns: -)"
+    )
     args = parser.parse_args()
     functions = [f.strip() for f in args.functions.split(",") if f.strip()]
     started = time.perf_counter()
@@ -463,13 +510,16 @@ def main() -> None:
     )
     theirs = saved_baseline(args.baseline_report)
     missing = [m for m in todo if m.id not in theirs]
-    if missing:  # forks first: this process has no threads yet
+    if missing and not args.no_baseline:  # forks first: this process has no threads yet
         theirs.update(run_baseline(missing, functions, args.budget, args.jobs))
     if args.save_baseline:
         Path(args.save_baseline).write_text(
             json.dumps({k: v.__dict__ for k, v in theirs.items()}, indent=1), encoding="utf-8"
         )
-    ours = saved_statecore(args.statecore_report)
+    if args.baseline_only:
+        return
+    ours = logged_statecore(args.statecore_log)
+    ours.update(saved_statecore(args.statecore_report))
     missing = [m for m in todo if m.id not in ours]
     if missing:
         ours.update(run_statecore(missing, functions, args.budget, args.jobs))
@@ -478,11 +528,12 @@ def main() -> None:
         + " ".join(f"--also {t}:{a}" for t, a in ALSO)
         + f" --budget {args.budget:g} ({len(todo) - len(missing)} verdicts from saved reports)"
     )
-    print(
-        "baseline: benchmarks/fuzz.py's hand-written Hypothesis state machine over the real "
-        f"adapter, seed 0, generate-only, {args.budget:g}s"
-    )
-    result = print_report(todo, declared, ours, theirs)
+    if not args.no_baseline:
+        print(
+            "baseline: benchmarks/fuzz.py's hand-written Hypothesis state machine over the "
+            f"real adapter, seed 0, generate-only, {args.budget:g}s"
+        )
+    result = print_report(todo, declared, ours, None if args.no_baseline else theirs)
     print(f"total {time.perf_counter() - started:.0f}s")
     print(result)
 
