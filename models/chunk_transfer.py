@@ -144,6 +144,7 @@ from .chunk_transfer_scheduler import (
     next_segment,
     refuse_while_old_generation_lives,
     save,
+    save_locked,
 )
 from .request_state import request_state_machine
 from .segment import segment_watermark_machine
@@ -215,7 +216,8 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
     on_raise = ON_PROCESSOR_RAISE[config.processor_raise]
 
     def save_action(name: str, kind: str) -> Action:
-        return Action(name, "scheduler", partial(save, kind=kind, reuse=reuse), ext_param)
+        saves = partial(save, kind=kind, reuse=reuse, before_lock=config.stamp_before_lock)
+        return Action(name, "scheduler", saves, ext_param)
 
     return System(
         config.name,
@@ -235,6 +237,11 @@ def build(config: ChunkTransferConfig = REFERENCE) -> System:
                 else []
             ),
             save_action("save_terminal", TERMINAL),
+            *(
+                [Action("save_locked", "scheduler", save_locked, internal=True)]
+                if config.stamp_before_lock
+                else []
+            ),
             Action("abort", "scheduler", partial(abort, isolate=isolate), ext_param),
             Action("collect_failures", "scheduler", sweep, internal=True),
             Action("begin", "save_thread", begin, internal=True),

@@ -15,6 +15,8 @@ UNTAKEN_IN_REFERENCE: dict[str, str] = {
     "segment end resets the watermark; nothing here re-runs a preempted step",
     "open--stamp-->(same)": "the reference refuses a reused id before save_async "
     "touches the watermarks",
+    "open--unstamp-->(same)": "the reference judges a save under the sender lock, so "
+    "nothing clears the watermarks between its late check and its admission",
 }
 """Watermark transitions only 0.30.0's reuse and the variants take, and why."""
 
@@ -59,6 +61,10 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     "drop-effect segment_watermark.open--save(replay)-->open": _UNTAKEN,
     "drop-emit segment_watermark.open--save(replay)-->open": _UNTAKEN,
     "drop-effect segment_watermark.open--stamp-->(same)": _UNTAKEN,
+    "drop-effect segment_watermark.open--unstamp-->(same)": _UNTAKEN,
+    "skip-require scheduler_idle: tx.require(tx.g.saving is None)": "the reference's "
+    "scheduler is never inside save_async between two steps (it judges a save under the "
+    "sender lock, in one step)",
     "drop-effect segment_watermark.open--save(admit)-->open": "the watermarks an admitted "
     "save records are compared only by the late and replay branches, which the reference "
     "never takes (UNTAKEN_IN_REFERENCE)",

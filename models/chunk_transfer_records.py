@@ -71,6 +71,13 @@ class ChunkTransferConfig:
     # pops put_req_chunk (CTA:1031), so a request reusing the id starts again
     # at chunk 0, over the old request's unread puts.
     keys_per_instance: bool = True
+    # save_async judges a save under the sender lock. 0.30.0 runs the late
+    # check and writes _segment_generation before it takes the lock (CTA:412-447):
+    # where the save thread can reclaim the id's generation in between (a
+    # reused id's save meeting the old generation), the save is two steps,
+    # `save_*` before the lock and `save_locked`, and the scheduler is inside
+    # save_async between them.
+    stamp_before_lock: bool = False
     processor_outcomes: tuple[str, ...] = PROCESSOR_OUTCOMES
     put_outcomes: tuple[str, ...] = PUT_OUTCOMES
 
@@ -86,7 +93,19 @@ RELEASED_0_30_0 = ChunkTransferConfig(
     fail_on_send_failure=False,
     isolate_reuse=False,
     keys_per_instance=False,
+    stamp_before_lock=True,
 )
+
+
+class SaveCall(NamedTuple):
+    """One ``save_async`` call as the scheduler makes it."""
+
+    request: Handle
+    kind: str
+    generation: int  # the request's _omni_segment_generation the save carries
+    tokens: int  # its confirmed_num_computed_tokens
+    segment: int  # the segment it belongs to (a ghost the task carries)
+    number: int  # how many saves of the request came before it (a ghost too)
 
 
 class Task(NamedTuple):
@@ -180,6 +199,10 @@ class Shared(NamedTuple):
         "_pending_save_reqs: FIFO of (token, request, kind, segment, save number)",
     ] = ()
     in_flight: Annotated[InFlight | None, "the task the save thread is running"] = None
+    saving: Annotated[
+        SaveCall | None,
+        "the save_async call the scheduler is inside, between its late check and the lock",
+    ] = None
     mailbox: Annotated[tuple[Put, ...], "puts the connector holds for the consumer"] = ()
     send_failures: Annotated[frozenset[Handle], "_send_failures: not yet collected"] = frozenset()
     failed: Annotated[

@@ -14,11 +14,20 @@ and judges it against the old request's watermarks (`join_old_generation`).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any, NamedTuple
+from typing import Any
 
 from statecore.system import Handle, Tx
 
-from .chunk_transfer_records import CANCELLED, SEGMENT_END, TERMINAL, Owed, Owner, Shared, Task
+from .chunk_transfer_records import (
+    CANCELLED,
+    SEGMENT_END,
+    TERMINAL,
+    Owed,
+    Owner,
+    SaveCall,
+    Shared,
+    Task,
+)
 from .chunk_transfer_sender import (
     by_generation,
     finish_requests,
@@ -27,39 +36,90 @@ from .chunk_transfer_sender import (
     settle,
 )
 
-
-class SaveCall(NamedTuple):
-    """One ``save_async`` call as the scheduler makes it."""
-
-    request: Handle
-    kind: str
-    generation: int  # the request's _omni_segment_generation the save carries
-    tokens: int  # its confirmed_num_computed_tokens
-    segment: int  # the segment it belongs to (a ghost the task carries)
-    number: int  # how many saves of the request came before it (a ghost too)
-
-
 ReuseRule = Callable[[Tx[Shared], SaveCall, Handle | None], bool]
 """Whether a save may go on to the watermarks, given the id's sender generation (or None)."""
 
 
+def scheduler_idle(tx: Tx[Shared]) -> None:
+    """The scheduler is one thread: none of its steps runs while it is inside save_async."""
+    tx.require(tx.g.saving is None)
+
+
 def new_request(tx: Tx[Shared], ext: Hashable) -> None:
     """A request takes the external id; a reused id gets a new request generation."""
+    scheduler_idle(tx)
     current = tx.snapshot(("request", ext))
     tx.require(current is None or current.state in ("terminal_saved", "aborted"))
     tx.spawn("request", ext)
 
 
-def save(tx: Tx[Shared], ext: Hashable, *, kind: str, reuse: ReuseRule) -> None:
+def save(
+    tx: Tx[Shared], ext: Hashable, *, kind: str, reuse: ReuseRule, before_lock: bool = False
+) -> None:
     """``save_async``: the request saves a chunk, a segment end or its terminal.
 
     It is refused or skipped (`reuse`), skipped silently by the watermarks as
-    a preemption replay, or queued for the save thread.
+    a preemption replay, or queued for the save thread. With `before_lock`
+    (0.30.0), a save that meets a generation the save thread may reclaim
+    stops after its late check and stamp (`stamp_then_lock`).
     """
+    scheduler_idle(tx)
     call = scheduler_saves(tx, ext, kind)
     token = tx.handle("sender", ext)
-    if reuse(tx, call, token) and watermark_admits(tx, call):
+    if before_lock and _reclaimable(tx, call, token):
+        stamp_then_lock(tx, call)
+    elif reuse(tx, call, token) and watermark_admits(tx, call):
         queue_task(tx, call, token)
+
+
+def stamp_then_lock(tx: Tx[Shared], call: SaveCall) -> None:
+    """0.30.0's ``save_async`` up to the lock (CTA:412-446): the late check against the
+    watermark as it is now, ``_segment_generation[ext] = generation``, then `save_locked`.
+
+    Taken only where the save thread can reclaim the id's generation before
+    the lock (`_reclaimable`); elsewhere nothing can run in between that the
+    locked part reads, and the save is one step.
+    """
+    mark = ("watermark", call.request.key)
+    if _late(tx.snapshot(mark), call.generation):
+        tx.fire(mark, "save", **_save_payload(call))
+        skip_silently(tx, call.request)
+        return
+    tx.fire(mark, "stamp", generation=call.generation)
+    tx.put(saving=call)
+
+
+def save_locked(tx: Tx[Shared]) -> None:
+    """The rest of 0.30.0's ``save_async``, under the sender lock (CTA:447-492).
+
+    The generation is read now: the one the late check met may be gone, its
+    reclaim having popped the stamp and the token watermark; the locked part
+    writes ``_segment_generation`` only for a segment end.
+    """
+    call = tx.g.saving
+    tx.require(call is not None)
+    assert call is not None
+    tx.put(saving=None)
+    ext = call.request.key
+    if _cancelled(tx, ext):  # "previous sender generation is still draining"
+        record_send_failure(tx, call.request)
+        return
+    mark = ("watermark", ext)
+    watermark = tx.snapshot(mark)
+    stamped = watermark is not None and watermark.expected is not None
+    if watermark_admits(tx, call):
+        if not stamped and call.kind != SEGMENT_END:
+            tx.fire(mark, "unstamp")  # the stamp was popped in between
+        queue_task(tx, call, tx.handle("sender", ext))
+
+
+def _reclaimable(tx: Tx[Shared], call: SaveCall, token: Handle | None) -> bool:
+    """Whether the save thread alone can cancel or reclaim the id's generation: one the
+    saving request did not open (its own ends only by its terminal or an abort), or one
+    already cancelled."""
+    if token is None:
+        return False
+    return Owner(token, call.request) not in tx.g.owners or _cancelled(tx, call.request.key)
 
 
 def scheduler_saves(tx: Tx[Shared], ext: Hashable, kind: str) -> SaveCall:
@@ -148,12 +208,14 @@ def skip_silently(tx: Tx[Shared], request: Handle) -> None:
 
 def next_segment(tx: Tx[Shared], ext: Hashable) -> None:
     """A streaming update opens the next segment (``_omni_segment_generation += 1``)."""
+    scheduler_idle(tx)
     request = tx.handle("request", ext)
     tx.require(request is not None and tx.fire(request, "next_segment").accepted)
 
 
 def abort(tx: Tx[Shared], ext: Hashable, *, isolate: bool) -> None:
     """``finish_requests`` for the id's request, which runs ``cleanup_sender``."""
+    scheduler_idle(tx)
     request = tx.handle("request", ext)
     tx.require(request is not None and finish_requests(tx, request, isolate=isolate))
 
@@ -181,6 +243,7 @@ def collect_failures_and_log(tx: Tx[Shared]) -> None:
 
 def drain_send_failures(tx: Tx[Shared]) -> frozenset[Handle]:
     """``collect_failed_send_request_ids()``: drain ``_send_failures`` (never empty here)."""
+    scheduler_idle(tx)
     collected = tx.g.send_failures
     tx.require(collected)
     tx.put(send_failures=frozenset())

@@ -129,6 +129,11 @@ def pop_both(s: Snapshot, p: Payload) -> Changes:
     return {"expected": None, "sent": None}
 
 
+def pop_generation(s: Snapshot, p: Payload) -> Changes:
+    """``_segment_generation`` absent: the save's stamp was popped before its lock."""
+    return {"expected": None}
+
+
 def pop_sent(s: Snapshot, p: Payload) -> Changes:
     """``requests_num_chunks_sent.pop(ext)``: a rebuilt prompt restarts the token count."""
     return {"sent": None}
@@ -190,9 +195,11 @@ def watermark_machine(
     """The admission branches of ``save_async`` for one external id.
 
     `segment_ends` are the segment end's transitions (see `segment_end_saves`).
-    ``stamp=True`` adds the ``stamp`` event for a system that models the
-    sender lock: a save that passes the late check sets ``_segment_generation``
-    before the lock (CTA:430), even if the lock then rejects it.
+    ``stamp=True`` adds the ``stamp`` and ``unstamp`` events for a system that
+    models the sender lock: a save that passes the late check sets
+    ``_segment_generation`` before the lock (CTA:430), even if the lock then
+    rejects it, and a clear in between pops it for good (``unstamp``: the
+    locked part of a chunk or terminal writes only the token watermark).
     """
     generations = range(segments + 1)
     save_fields = [
@@ -207,10 +214,19 @@ def watermark_machine(
                 "stamp",
                 [Field("generation", generations)],
                 policy="error",
-                doc="a save the sender lock rejects: only _segment_generation is set",
-            )
+                doc="the late check passed: _segment_generation is set before the lock",
+            ),
+            Event(
+                "unstamp",
+                policy="error",
+                doc="a clear popped the stamp before the lock; the locked part of a chunk "
+                "or terminal does not write it again",
+            ),
         ],
-        [Transition("open", "stamp", None, effect=store_generation)],
+        [
+            Transition("open", "stamp", None, effect=store_generation),
+            Transition("open", "unstamp", None, effect=pop_generation),
+        ],
     )
     return _machine(segments, max_tokens, save_fields, segment_ends, stamps if stamp else ([], []))
 

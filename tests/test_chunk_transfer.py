@@ -29,7 +29,7 @@ from statecore.check.explore import HOLDS, VACUOUS, VIOLATED, explore
 from statecore.cli import main
 from statecore.errors import SystemDefinitionError
 from statecore.registry import Target
-from statecore.system import System
+from statecore.system import ActionLabel, Keys, System
 
 BY_NAME: dict[str, Target] = {t.name: t for t in ct.TARGETS}
 FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings.md"
@@ -148,12 +148,42 @@ def test_a_scheduler_that_only_logs_failures_fails_the_failure_properties() -> N
     assert story[-1] == "deadline" and "collect_failures" in story
 
 
-def test_0_30_0_reused_id_is_judged_against_the_old_token_watermark() -> None:
-    # r1 saved a chunk and its terminal (2 tokens); r2 reuses the id while r1's
-    # terminal is queued, and its first chunk (1 token) is skipped as a replay.
+def test_0_30_0_reused_id_is_judged_against_the_old_watermark() -> None:
+    # r1 saved a segment end (_segment_generation 1) and its terminal; r2
+    # reuses the id while r1's terminal is queued, and its first chunk
+    # (generation 0) is skipped as late, before the lock. (Below r1's token
+    # watermark it would be skipped as a replay, under the lock: one step more.)
     report = report_of(BY_NAME["chunk_transfer_0_30_0"])
-    story = ["save_chunk", "save_terminal", "new_request", "save_chunk"]
+    story = ["save_segment_end", "save_terminal", "new_request", "save_chunk"]
     assert_story(report, "no_current_save_dropped", 5, story)
+
+
+def test_0_30_0_a_save_before_the_lock_can_lose_its_stamp() -> None:
+    # save_async stamps _segment_generation before the sender lock: r2's save
+    # meets r1's generation, r1's terminal goes out and its reclaim pops the
+    # stamp, and under the lock r2 opens a new generation, its stamp gone.
+    system = ct.released_0_30_0()
+    (ext0,) = Keys("ext", 1).values
+    state = system.init_states()[0]
+    for name, args in [
+        ("new_request", {"ext": ext0}),
+        ("save_terminal", {"ext": ext0}),
+        ("begin", {}),
+        ("process", {"outcome": "payload"}),
+        ("new_request", {"ext": ext0}),
+        ("save_chunk", {"ext": ext0}),
+    ]:
+        state = system.next_step(state, ActionLabel(name, tuple(args.items()))).state
+    view = system.view(state)
+    assert view.g.saving is not None and view.snapshot("watermark", ext0).expected == 0
+    assert {label.name for label in system.actions_in(state)} >= {"save_locked", "put"}
+    assert "new_request" not in {label.name for label in system.actions_in(state)}
+    for name, args in [("put", {"outcome": "ok"}), ("finish", {}), ("save_locked", {})]:
+        state = system.next_step(state, ActionLabel(name, tuple(args.items()))).state
+    view = system.view(state)
+    assert view.snapshot("watermark", ext0).expected is None
+    assert view.snapshot("watermark", ext0).sent == 1
+    assert [task.sender.generation for task in view.g.queue] == [2]
 
 
 def test_0_30_0_reused_id_reads_the_old_request_payload() -> None:

@@ -20,6 +20,7 @@ skipped without it. Importing vLLM-Omni takes 15-50 s, once for the module.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -187,6 +188,8 @@ def test_save_for_a_reused_id_while_the_old_generation_drains_is_rejected_and_re
     run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_terminal", ext=EXT0)
     run.do("abort", ext=EXT0).do("new_request", ext=EXT0)
     run.do("save_chunk", ext=EXT0)  # the old generation is cancelled but still draining
+    assert run.seen["scheduler"] == "save_lock"  # the late check passed; now the lock
+    run.do("save_locked")
     assert run.seen["failures"] == frozenset({R2})
     assert run.seen["queue"] == (
         (R1, 1, False, False),
@@ -246,7 +249,7 @@ def test_a_reused_id_joins_the_old_generation_and_is_discarded_after_its_termina
     # 0.30.0 has no identity check on the request: r2's chunk joins r1's sender
     # generation and is dropped silently once r1's terminal reclaims it.
     run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
-    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_locked")
     assert run.seen["queue"] == ((R1, 1, True, False), (R2, 1, False, False))
     run.do("begin").do("process", outcome="payload").do("put", outcome="ok").do("finish").do(
         "begin"
@@ -263,7 +266,7 @@ def test_a_reused_id_below_the_old_watermark_is_dropped_silently(run: Lockstep) 
     run.do("begin").do("process", outcome="payload").do("put", outcome="ok").do("finish")
     run.do("begin").do("process", outcome="payload").do("put", outcome="false").do("finish")
     assert run.seen["watermarks"] == (("ext0", 0, 2),)
-    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_locked")
     assert run.seen["queue"] == () and run.seen["failures"] == frozenset({R1})
     assert run.model("lost") == {Handle("request", EXT0, 2)}
 
@@ -273,10 +276,56 @@ def test_a_reused_id_reads_the_old_requests_request_payload(run: Lockstep) -> No
     # chunk joins the old generation and its processor finds r1's state.
     run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
     run.do("begin").do("process", outcome="payload").do("put", outcome="false").do("finish")
-    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("begin")
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_locked").do("begin")
     run.do("process", outcome="payload")
     assert run.binding.adapter.request_payload == {"ext0": {"codec": R1}}
     assert run.model("crossed")
+
+
+def test_a_reused_ids_save_is_judged_against_the_old_generation_and_queued_in_a_new_one(
+    run: Lockstep,
+) -> None:
+    # save_async's lock-free window (CTA:412-447): the late check and the stamp
+    # of _segment_generation run before the sender lock. r2's save parks there
+    # (the model's save_chunk) while r1's terminal is in connector.put; the
+    # terminal goes out and its finally reclaims r1's generation, popping the
+    # stamp with the watermarks; under the lock (save_locked) r2 opens a new
+    # generation, and _segment_generation stays absent.
+    run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0).do("begin")
+    run.do("process", outcome="payload").do("new_request", ext=EXT0).do("save_chunk", ext=EXT0)
+    assert run.seen["scheduler"] == "save_lock" and run.seen["parked"] == "put"
+    assert run.seen["watermarks"] == (("ext0", 0, 1),)
+    run.do("put", outcome="ok").do("finish")
+    assert run.seen["watermarks"] == () and run.seen["senders"] == ()
+    run.do("save_locked")
+    seen = run.seen
+    assert seen["scheduler"] is None and seen["watermarks"] == (("ext0", None, 1),)
+    assert seen["senders"] == (("ext0", 2, False, False, False),)
+    assert seen["queue"] == ((R2, 2, False, False),)
+
+
+@pytest.mark.parametrize("scheduler", ["OmniARScheduler", "OmniGenerationScheduler"])
+def test_an_abort_runs_the_real_schedulers_finish_path_adapter_first(
+    run: Lockstep, scheduler: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MIX.finish_requests calls the adapter's finish_requests before vLLM's
+    # Scheduler.finish_requests sets the status (MIX:945-980): the adapter sees
+    # the request still running, and the status is vLLM's to set.
+    adapter = run.binding.adapter
+    real = adapter.finish_requests
+    calls: list[tuple[str, str, str]] = []
+
+    def spy(ids: Any, status: Any, requests: Mapping[str, Any]) -> Any:
+        caller = type(sys._getframe(1).f_locals["self"]).__name__  # MIX.finish_requests
+        calls.extend((caller, rid, request.status.name) for rid, request in requests.items())
+        return real(ids, status, requests)
+
+    monkeypatch.setattr(adapter, "finish_requests", spy)
+    run.binding.aborts = 0 if scheduler == "OmniARScheduler" else 4  # 4 id shapes each
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("abort", ext=EXT0)
+    assert calls == [(scheduler, R1, "RUNNING")]
+    assert run.binding.requests[EXT0].status.name == "FINISHED_ABORTED"
+    assert run.seen["senders"] == () and run.seen["queue"] == ((R1, 1, False, False),)
 
 
 def test_a_segment_end_advances_the_watermark_and_goes_out_marked(run: Lockstep) -> None:
@@ -318,7 +367,8 @@ def test_a_reused_id_after_a_failed_terminal_continues_the_old_key_counter(
     run.do("begin").do("process", outcome="payload").do("put", outcome="ok").do("finish")
     run.do("save_terminal", ext=EXT0).do("begin").do("process", outcome="payload")
     run.do("put", outcome="false").do("finish").do("new_request", ext=EXT0)
-    run.do("save_chunk", ext=EXT0).do("save_chunk", ext=EXT0).do("save_chunk", ext=EXT0)
+    for _ in range(3):  # each meets r1's generation before the lock, then joins it
+        run.do("save_chunk", ext=EXT0).do("save_locked")
     run.do("begin").do("process", outcome="payload").do("put", outcome="ok").do("finish")
     assert [entry[:2] for entry in run.sent] == [("ext0_0_0", R1), ("ext0_0_1", R2)]
 

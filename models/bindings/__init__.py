@@ -1,7 +1,8 @@
 """Adapter bindings: real code driven in lockstep with a model by the fuzzer.
 
 `vllm_omni` binds vLLM-Omni 0.30.0's ``OmniChunkTransferAdapter`` (with its
-harness, its processor and the re-introduced bugs of the mutation benchmark)
+harness, its processor, its scheduler side, its known findings and the
+re-introduced bugs of the mutation benchmark)
 to ``chunk_transfer``, and `vllm_omni_shm` does the same on its real
 ``SharedMemoryConnector``; `vllm_omni_segments` and `vllm_omni_receiver` bind
 it to ``segments`` and ``receiver_system``; `vllm_omni_stage_pair` binds two of

@@ -24,12 +24,28 @@ How the real adapter is driven:
   ``g`` is internal id ``"ext0-r{g}"`` with external id ``"ext0"``.
   ``save_terminal`` sets ``FINISHED_STOPPED`` (``save_async`` derives
   ``is_finished = request.is_finished() and not request.resumable``, CTA:409);
-  ``abort`` is the scheduler's ``finish_requests(..., FINISHED_ABORTED)``
-  (CTA:1577-1641), which calls ``cleanup_sender(external id)``.
+  ``abort`` is the real scheduler's ``finish_requests(..., FINISHED_ABORTED)``
+  (`scheduler_stand_in`: an ``OmniARScheduler`` and an
+  ``OmniGenerationScheduler`` in turn, built without their constructors, whose
+  request map holds the aborted request): ``OmniARScheduler.finish_requests``
+  (ARS:214-237), ``OmniSchedulerMixin.finish_requests`` (MIX:945-980), which
+  calls the adapter's ``finish_requests`` (CTA:1577-1641, ``cleanup_sender``
+  for the external id) before vLLM's ``Scheduler.finish_requests`` sets the
+  status and Omni's ``_free_request`` runs.
 * The scheduler's sweep of send failures (the model's ``collect_failures``)
   is the real ``OmniSchedulerMixin._log_failed_chunk_sends`` (MIX:482-521),
   run on a stand-in scheduler that holds the adapter and the live requests:
   it drains ``_send_failures`` and only logs.
+* Not driven through the real scheduler: ``update_from_output`` (ARS, GS),
+  which defers the cleanup and queues the save, needs a real scheduler step
+  (a ``SchedulerOutput``, a ``ModelRunnerOutput``, the KV cache manager), so
+  the binding calls ``save_async`` with the arguments it would pass (the
+  confirmed token count, ``_omni_segment_generation``,
+  ``is_segment_finished``, ``new_token_ids``); and
+  ``_finish_parked_streaming_session`` (MIX:926-943), whose
+  ``finish_requests(FINISHED_STOPPED)`` after the forced terminal cancels the
+  generation, which the model's parked terminal (a ``save_terminal`` from a
+  parked request) does not: binding it needs that step in the model first.
 * The consumer is a FIFO over the fake connector's successful puts; the
   consumer stage's ``finish_requests`` and its input deadline (the model's
   ``release`` and ``deadline``) happen on the next stage, outside the
@@ -56,6 +72,9 @@ replaces that put, in the fake connector as in the model.
 The processor, its inputs (``is_finished`` as the flush signal,
 ``new_token_ids``, a codec stream's own ``meta.finished``) and the per-model
 side tables are `statecore.models.bindings.vllm_omni_processor`'s.
+
+Where the model stops a save at the sender lock, ``save_async`` parks there
+too (`statecore.models.bindings.vllm_omni_scheduler`).
 
 Saves carry what the scheduler would pass: the model request's confirmed
 token count (one per save, from zero after a rebuilt prompt) and its
@@ -124,8 +143,10 @@ from .vllm_omni_harness import (
     run_save_task,
     stop_threads,
 )
+from .vllm_omni_known import KNOWN_0_30_0
 from .vllm_omni_mutants import MUTANTS, Mutant
 from .vllm_omni_processor import ProcessorFailure, ProcessorPart, step_tokens
+from .vllm_omni_scheduler import SchedulerPart, scheduler_stand_in
 
 __all__ = [
     "ADAPTERS",
@@ -152,53 +173,6 @@ __all__ = [
     "stop_threads",
 ]
 
-
-KNOWN_0_30_0: Mapping[str, str] = {
-    "chunk_delivered": (
-        "a processor exception on a non-terminal chunk is only logged: nothing is put and no "
-        "failure is recorded (CTA:801-806), so the consumer never gets that chunk and the "
-        "request goes on as if it had been sent"
-    ),
-    "processor_failure_visible": (
-        "a processor exception on a segment end or terminal is only logged; the boundary "
-        "still goes out as an empty marker (CTA:801-809), which the consumer reads as a "
-        "normal one and the seed 000 contract forbids"
-    ),
-    "terminal_delivered": (
-        "a terminal that never goes out leaves the consumer to VLLM_OMNI_INPUT_WAIT_TIMEOUT_S: "
-        "a failed terminal put (False or raising) is only recorded and "
-        "_log_failed_chunk_sends only logs it (omni_scheduler_mixin.py:482-521), and a reused "
-        "id's terminal is skipped as late while the old generation drains (CTA:412-430)"
-    ),
-    "failure_releases_consumer": (
-        "recorded send failures are only logged by the scheduler, never turned into a "
-        "request failure (omni_scheduler_mixin.py:482-521): the consumer is left to its "
-        "input deadline"
-    ),
-    "no_current_save_dropped": (
-        "a request that reuses an external id after a failed terminal is judged against "
-        "the old request's watermarks: save_async skips its saves as late or as preemption "
-        "replays, silently (CTA:412-463)"
-    ),
-    "reuse_isolation": (
-        "a request that reuses an external id joins the old sender generation, and its "
-        "processor reads the old request's request_payload (CTA:447-469)"
-    ),
-    "segment_order": (
-        "a segment end whose put fails is only recorded; the next segment's chunks follow "
-        "under the same connector key, so the consumer reads them as the old segment's"
-    ),
-    "no_sender_leak": (
-        "a failed terminal (put False or raising) releases the fence but keeps the sender "
-        "state until some finish_requests for the right external id (CTA:717-729, 883-900)"
-    ),
-    "no_unread_overwrite": (
-        "connector keys are '{ext}_{stage}_{chunk}' (CTA:777-778) and the sender state's "
-        "clear pops put_req_chunk (CTA:1031): after a successful terminal, a request reusing "
-        "the external id puts under key 0 again, over the old request's unread puts"
-    ),
-}
-"""Properties vLLM-Omni 0.30.0 is known to violate, with the reason."""
 
 FREED_REQUEST = "freed-request"
 """An internal id no scheduler map holds, which some aborts name (a request already freed)."""
@@ -247,7 +221,7 @@ CANCELLED_STATES = frozenset(CANCELLED)
 TERMINAL_PENDING_STATES = frozenset({"terminal_pending", "draining"})
 
 
-class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
+class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
     """The chunk_transfer model's actions performed on the real 0.30.0 adapter."""
 
     name = "vllm-omni"
@@ -256,6 +230,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
     def __init__(self, *, timeout: float = 10.0) -> None:
         self.timeout = timeout
         self.baton = Baton(timeout)
+        self.reset_scheduler(timeout)
         self.adapter: Any = None
         self.connector: Any = None
         self.requests: dict[Hashable, Any] = {}
@@ -273,6 +248,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         self.system = system
         self.classes = real_classes()
         self.baton = Baton(self.timeout)
+        self.reset_scheduler(self.timeout)
         self.connector = self.make_connector()
         self.adapter = self.make_adapter()
         self.install_processor()
@@ -293,13 +269,14 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         return make_adapter(self.connector)
 
     def teardown(self) -> None:
-        for _ in range(8):  # a failing example may leave the worker parked
-            if not self.baton.busy:
-                break
-            try:
-                self.baton.resume(_Unwind())
-            except Exception:
-                break
+        for baton in (self.scheduler_baton, self.baton):
+            for _ in range(8):  # a failing example may leave a worker parked
+                if not baton.busy:
+                    break
+                try:
+                    baton.resume(_Unwind())
+                except Exception:
+                    break
         if self.adapter is not None:
             self.adapter.shutdown()
 
@@ -342,12 +319,14 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         request._omni_segment_generation = snap.ends - (kind == SEGMENT_END)
         if kind == TERMINAL:
             request.status = self.classes.status.FINISHED_STOPPED
-        self.adapter.save_async(
-            None,
-            request,
-            is_segment_finished=kind == SEGMENT_END,
-            new_token_ids=self._step_tokens(step, ext),
-        )
+        tokens = self._step_tokens(step, ext)
+
+        def save_async() -> None:
+            self.adapter.save_async(
+                None, request, is_segment_finished=kind == SEGMENT_END, new_token_ids=tokens
+            )
+
+        self.call_save_async(save_async, self.system.view(step.state).get("saving") is not None)
 
     def _step_tokens(self, step: SystemStep, ext: Hashable) -> tuple[int, ...]:
         """The scheduler step's new tokens (the processor's ``new_token_ids``) of a save.
@@ -355,7 +334,10 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         A save the model queues carries its task's (segment, save number), so the
         processor's arguments can be told apart per task; one it skips carries none.
         """
-        queue = self.system.view(step.state).get("queue")
+        view = self.system.view(step.state)
+        saving, queue = view.get("saving"), view.get("queue")
+        if saving is not None:  # to be queued under the lock: the same (segment, save number)
+            return (saving.segment, saving.number)
         if queue and queue[-1].request.key == ext:
             return step_tokens(queue[-1])
         return ()
@@ -383,15 +365,19 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
         # request of the map (MIX:951-972): in turn, so each shape runs. MIX passes
         # the ids it was given with its own map, so a list may name a request the
         # scheduler already freed (an abort racing its finish): CTA:1601-1604 skip it.
+        # Through the real scheduler's finish path (`scheduler_stand_in`): the
+        # AR scheduler's and the generation scheduler's in turn.
         request = self.requests[ext]
         status = self.classes.status.FINISHED_ABORTED
         rid = request.request_id
         freed = [FREED_REQUEST, rid]
         shapes = (rid, [rid], None, freed) if self.processor_inputs else (rid, [rid])
         ids: Any = shapes[self.aborts % len(shapes)]
+        generation = (self.aborts // len(shapes)) % 2 == 1
         self.aborts += 1
-        self.adapter.finish_requests(ids, status, {rid: request})
-        request.status = status
+        scheduler_stand_in(self.adapter, {rid: request}, generation=generation).finish_requests(
+            ids, status
+        )
 
     def _do_collect_failures(self, step: SystemStep) -> None:
         # The scheduler's sweep, MIX._log_failed_chunk_sends, on a stand-in
@@ -518,6 +504,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
             ("senders", senders),
             ("queue", queue),
             ("parked", self.baton.parked_at),
+            ("scheduler", self.scheduler_baton.parked_at),
             ("watermarks", watermarks),
             ("request_payload", states),
             ("keys", tuple(sent.key for sent in self.connector.sent)),
@@ -574,6 +561,7 @@ class OmniChunkTransferAdapterBinding(ProcessorPart, Adapter):
             ("senders", senders),
             ("queue", queue),
             ("parked", PARKED_AT[None if flight is None else flight.phase]),
+            ("scheduler", None if view.g.saving is None else "save_lock"),
             ("watermarks", watermarks),
             ("request_payload", states),
             ("keys", self._expected_keys()),

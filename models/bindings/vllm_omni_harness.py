@@ -45,10 +45,18 @@ class ConnectorOwner(Protocol):
 
 
 class ParkingPut:
-    """A connector mixin: ``put`` parks the save thread, and so does the end of its send."""
+    """A connector mixin: ``put`` parks the save thread, and so does the end of its send;
+    ``save_async`` parks the scheduler before the sender lock, when the binding asks."""
 
     put_called = False  # since the last after_send
     binding: ConnectorOwner
+
+    def before_lock(self) -> None:
+        """Park the scheduler inside ``save_async``, after its late check and stamp and
+        before the sender lock (CTA:430-447), if the binding runs it on its scheduler baton."""
+        scheduler = getattr(self.binding, "scheduler_baton", None)
+        if scheduler is not None and getattr(self.binding, "park_before_lock", False):
+            scheduler.park("save_lock")
 
     def after_send(self) -> None:
         """Park between a send that reached ``put`` and its ``finally``."""
@@ -175,7 +183,8 @@ _HARNESSED: dict[type[Any], type[Any]] = {}
 
 def harnessed(base: type[Any]) -> type[Any]:
     """`base` (the real adapter or a subclass of it) with only the connector factory
-    replaced (CTA:289-313), and a park between the send and its ``finally``."""
+    replaced (CTA:289-313), a park between the send and its ``finally``, and one in
+    ``save_async`` before the sender lock."""
     cls = _HARNESSED.get(base)
     if cls is not None:
         return cls
@@ -184,6 +193,15 @@ def harnessed(base: type[Any]) -> type[Any]:
         @classmethod
         def create_connector(cls, model_config: Any) -> Any:
             return model_config.statecore_connector
+
+        def _confirmed_num_computed_tokens(self, request: Any) -> int:
+            # Called by save_async between its stamp of _segment_generation
+            # and the sender lock (CTA:430-447): the scheduler may park here.
+            before_lock = getattr(self.connector, "before_lock", None)
+            if before_lock is not None:
+                before_lock()
+            confirmed: int = base._confirmed_num_computed_tokens(request)
+            return confirmed
 
         def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
             # The connector may hold the save thread between the send and
