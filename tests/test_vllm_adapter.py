@@ -672,6 +672,18 @@ def test_fuzzing_on_shared_memory_finds_only_known_findings() -> None:
     assert leftovers == [], "teardown leaves no segment behind"
 
 
+def test_the_key_overwrite_is_found_on_shared_memory_when_not_known() -> None:
+    # What `statecore fuzz chunk_transfer --adapter vllm-omni-shm --no-known`
+    # reports once the findings before it are fixed: every other known finding
+    # stays known, so the one raised is no_unread_overwrite.
+    known = {k: v for k, v in KNOWN_0_30_0.items() if k != "no_unread_overwrite"}
+    finding, examples, _ = first_finding(
+        MODEL, SharedMemoryBinding, max_examples=FUZZ_EXAMPLES, seed=0, known=known
+    )
+    assert finding is not None, f"no_unread_overwrite not found ({examples} examples)"
+    assert finding.property_id == "no_unread_overwrite", str(finding)
+
+
 def test_a_cleanup_that_queues_no_shm_task_is_found_in_lockstep(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
