@@ -323,6 +323,21 @@ def _fuzz_benchmark() -> Any:
     return sys.modules[name]
 
 
+BASELINE_PROGRESS = re.compile(r"^  baseline  (\w+) +(.*)$")
+"""A progress line of `run_baseline` on stderr: ``  baseline  killed    ID``."""
+
+
+def logged_baseline(paths: Sequence[str]) -> dict[str, Verdict]:
+    """The baseline's verdicts in the progress lines a run wrote to stderr."""
+    verdicts: dict[str, Verdict] = {}
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            found = BASELINE_PROGRESS.match(line)
+            if found is not None:
+                verdicts[found.group(2)] = Verdict(found.group(1))
+    return verdicts
+
+
 def saved_baseline(paths: Sequence[str]) -> dict[str, Verdict]:
     verdicts: dict[str, Verdict] = {}
     for path in paths:
@@ -463,6 +478,17 @@ def print_report(
     )
 
 
+def reported(todo: Sequence[Any], args: argparse.Namespace, theirs: dict[str, Verdict]) -> Any:
+    """The mutants of `todo` with a verdict from every tool that was given saved ones."""
+    ours = logged_statecore(args.statecore_log)
+    ours.update(saved_statecore(args.statecore_report))
+    keep = [m for m in todo if args.no_baseline or m.id in theirs]
+    if args.statecore_log or args.statecore_report:
+        keep = [m for m in keep if m.id in ours]
+    print(f"{len(keep)} of the {len(todo)} mutants have a verdict from every saved run")
+    return keep
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
@@ -491,6 +517,18 @@ def main() -> None:
         "to stderr (a run stopped before its report)",
     )
     parser.add_argument("--baseline-report", action="append", default=[], metavar="FILE")
+    parser.add_argument(
+        "--baseline-log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="as --baseline-report, from the progress lines a run of this script wrote to stderr",
+    )
+    parser.add_argument(
+        "--reported-only",
+        action="store_true",
+        help="only the mutants every given report or log has a verdict for (a run stopped early)",
+    )
     parser.add_argument("--save-baseline", metavar="FILE", help="write the baseline's verdicts")
     parser.add_argument(
         "--baseline-only", action="store_true", help="run the baseline, save it, and stop"
@@ -508,7 +546,10 @@ def main() -> None:
         f"{len(todo)} mutants of {MODULE.rsplit('.', 1)[1]} ({', '.join(functions)}); "
         f"{args.budget:g}s each; load average {load} on {os.cpu_count()} CPUs"
     )
-    theirs = saved_baseline(args.baseline_report)
+    theirs = logged_baseline(args.baseline_log)
+    theirs.update(saved_baseline(args.baseline_report))
+    if args.reported_only:
+        todo = reported(todo, args, theirs)
     missing = [m for m in todo if m.id not in theirs]
     if missing and not args.no_baseline:  # forks first: this process has no threads yet
         theirs.update(run_baseline(missing, functions, args.budget, args.jobs))
