@@ -5,9 +5,10 @@ Needs the real stack (``tox -e vllm``); skipped without it.
 (a) directed scenarios on the checked adapter, in lockstep with the
     reference model: where 0.30.0 has a finding, the checked adapter does
     what the spec asks;
-(b) fuzzing: no finding and no mismatch, with nothing known; the same
-    binding on the unmodified 0.30.0 adapter fails at once (the binding can
-    tell them apart);
+(b) fuzzing: no finding and no mismatch, with only the connector keys known
+    (`vllm_omni_checked.KNOWN`: 0.30.0's key protocol, which the sender alone
+    cannot change); the same binding on the unmodified 0.30.0 adapter fails at
+    once (the binding can tell them apart);
 (c) mutation check: each reference behaviour of the subclass, undone at one
     point, is found;
 (d) `install` and `fail_failed_chunk_sends`, the way to run vLLM-Omni with it.
@@ -68,6 +69,12 @@ class Lockstep:
     @property
     def adapter(self) -> Any:
         return self.binding.adapter
+
+    def broken(self, property_id: str) -> bool:
+        """Whether the model's state violates the ``always`` property `property_id`."""
+        [prop] = [p for p in MODEL.properties if p.id == property_id]
+        assert prop.predicate is not None
+        return not prop.predicate(MODEL.view(self.state))
 
     def status(self, request_id: str) -> Any:
         return self.binding.by_id[request_id].status
@@ -138,14 +145,32 @@ def test_a_stale_processor_cannot_recreate_request_payload(run: Lockstep) -> Non
 # -- (b) fuzzing -------------------------------------------------------------------------
 
 
-def test_the_checked_adapter_conforms_to_the_reference_with_nothing_known() -> None:
-    report = fuzz(MODEL, CheckedChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+def test_the_checked_adapter_conforms_to_the_reference_with_only_its_keys_known() -> None:
+    known = vllm_omni_checked.KNOWN
+    report = fuzz(
+        MODEL, CheckedChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0, known=known
+    )
     print(f"\nvllm-omni-checked: {report.examples} examples, {report.steps} steps, no finding")
     assert report.finding is None, f"{report.finding}\n{report.finding.trace}"
-    assert report.known == {} and CheckedChunkTransferAdapterBinding.known == {}
+    assert (
+        set(known) == {"no_unread_overwrite"} and CheckedChunkTransferAdapterBinding.known is known
+    )
     [spec] = [a for a in bundled_adapters() if a.name == "vllm-omni-checked"]
     assert spec.system.endswith(":fuzz_system_reference")
     assert adapter_system("chunk_transfer", "vllm-omni-checked").name == MODEL.name
+
+
+def test_the_known_finding_is_0_30_0s_key_reuse_and_the_checked_adapter_does_it_too(
+    run: Lockstep,
+) -> None:
+    """The shortest trace of ``no_unread_overwrite`` (docs/findings.md), in lockstep."""
+    run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0).do("new_request", ext=EXT0)
+    run.do("begin").do("process", outcome="payload").do("put", outcome="ok").do("finish")
+    assert not run.broken("no_unread_overwrite")
+    run.do("save_chunk", ext=EXT0).do("begin").do("process", outcome="payload")
+    run.do("put", outcome="ok")  # the new request's chunk 0 replaces the unread terminal
+    assert run.broken("no_unread_overwrite")
+    assert [sent.key for sent in run.binding.connector.sent][-2:] == ["ext0_0_0", "ext0_0_0"]
 
 
 class Released(CheckedChunkTransferAdapterBinding):

@@ -9,7 +9,7 @@ changes:
   `statecore.models.implementations.checked_chunk_transfer.checked_adapter_class`
   over the real 0.30.0 class, and it must conform to the *reference*
   ``chunk_transfer`` model (`fuzz_system_reference`), not to 0.30.0 as
-  released: no finding is known;
+  released, with one exception: its connector keys are 0.30.0's (`KNOWN`);
 * the scheduler's sweep of send failures (the model's ``collect_failures``)
   is `fail_failed_chunk_sends`, the reference sweep the checked adapter
   ships with, on a stand-in scheduler whose ``finish_requests`` calls the
@@ -39,6 +39,7 @@ from .vllm_omni_receiver import STAGE, ReceiverBinding
 from .vllm_omni_segments import SegmentsBinding
 
 __all__ = [
+    "KNOWN",
     "CheckedChunkTransferAdapterBinding",
     "CheckedReceiverBinding",
     "CheckedSegmentsBinding",
@@ -46,16 +47,28 @@ __all__ = [
 ]
 
 
+KNOWN: Mapping[str, str] = {
+    "no_unread_overwrite": (
+        "the checked adapter keeps 0.30.0's connector keys, '{ext}_{stage}_{chunk}' from "
+        "chunk 0 for each request (CTA:777-778): the reference's keys also name the request "
+        "instance, which the receiving stage's keys (CTA:504-505) must then name too, a "
+        "change to both stages' key protocol that the sender alone cannot make"
+    ),
+}
+"""The one reference behaviour the checked adapter leaves out, with the reason."""
+
+
 def fuzz_system_reference() -> System:
-    """The reference chunk_transfer model at the bounds the real adapter is fuzzed at."""
-    return build(ChunkTransferConfig(name="chunk_transfer", **FUZZ_BOUNDS))
+    """The reference chunk_transfer model at the bounds the real adapter is fuzzed at,
+    with 0.30.0's connector keys (`KNOWN`)."""
+    return build(ChunkTransferConfig(name="chunk_transfer", keys_per_instance=False, **FUZZ_BOUNDS))
 
 
 class CheckedChunkTransferAdapterBinding(OmniChunkTransferAdapterBinding):
     """The chunk_transfer reference model's actions performed on the checked adapter."""
 
     name = "vllm-omni-checked"
-    known: Mapping[str, str] = {}
+    known: Mapping[str, str] = KNOWN
 
     def make_adapter(self) -> Any:
         return make_adapter(self.connector, base=checked_adapter_class(self.classes.adapter))
