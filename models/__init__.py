@@ -58,6 +58,7 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         name="vllm-omni-segments",
         target="segments",
         factory="statecore.models.bindings.vllm_omni_segments:SegmentsBinding",
+        system="statecore.models.bindings.vllm_omni_segments:fuzz_system",
         install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
         "(or: tox -e vllm)",
         doc="the real OmniChunkTransferAdapter of vllm-omni 0.30.0 through one resumable "
@@ -93,6 +94,7 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         name="vllm-omni-checked-segments",
         target="segments",
         factory="statecore.models.bindings.vllm_omni_checked:CheckedSegmentsBinding",
+        system="statecore.models.bindings.vllm_omni_segments:fuzz_system",
         install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
         "(or: tox -e vllm)",
         doc="CheckedChunkTransferAdapter through one resumable realtime request",

@@ -1,6 +1,8 @@
 """Resumable realtime segments under one request id: the segment-generation watermark.
 
-Mirrors vLLM-Omni 0.30.0. Paths are relative to ``vllm_omni/``; ``CTA`` is
+Mirrors vLLM-Omni 0.30.0, but for one finding: the reference sends a retired
+sender generation's queue up to its terminal, where 0.30.0 discards it
+(``segments_0_30_0`` is 0.30.0 as released, below). Paths are relative to ``vllm_omni/``; ``CTA`` is
 ``distributed/omni_connectors/transfer_adapter/chunk_transfer_adapter.py``,
 ``ARS`` ``core/sched/omni_ar_scheduler.py``, ``MIX``
 ``core/sched/omni_scheduler_mixin.py``:
@@ -44,7 +46,12 @@ Mirrors vLLM-Omni 0.30.0. Paths are relative to ``vllm_omni/``; ``CTA`` is
   MIX:825-838, called at ARS:683); ``_finish_parked_streaming_session``
   (MIX:926-943) bumps the counter, "exactly as ``_update_request_as_session``
   would have, or ``save_async`` drops this chunk as a late duplicate"
-  (MIX:929-933), then saves the terminal with ``force_request_finished``.
+  (MIX:929-933), saves the terminal with ``force_request_finished``, then
+  calls ``finish_requests(FINISHED_STOPPED)``, whose adapter part runs
+  ``cleanup_sender`` (CTA:977-1012): with the terminal queued it retires the
+  sender generation (``cancelled``; save_async takes nothing more) and leaves
+  the reclaim to the terminal's put; 0.30.0's save thread then discards every
+  queued task of the retired generation but the terminal (CTA:697-714).
 
 Machines:
 
@@ -69,13 +76,17 @@ The system `segments` (one external id):
   bumps the counter and rebuilds the prompt, so the confirmed count restarts
   at 0; ``resume``: a native-duplex resume, no bump, the count goes on);
   ``finish`` (the request ends inside its open segment, ARS natural finish);
-  ``end_parked`` (``_finish_parked_streaming_session``); ``late_save`` (a
+  ``end_parked`` (``_finish_parked_streaming_session``: the terminal's save and
+  the finish in one step, enabled while the id has an active sender generation,
+  ``_adapter_owing_terminal``); ``late_save`` (a
   frame of the segment whose end was already saved arrives while the request
   is parked, reading the request's - still old - generation);
   ``preempted_rerun`` (a preempted request recomputes, and a re-run step saves
   a chunk below the token watermark: CTA:451 "If the request is preempted,
   skip the already saved chunks"; the skip is deduplication, not a loss);
-* save thread (internal) - ``send``: the head of the FIFO is put;
+* save thread (internal) - ``send``: the head of the FIFO is put (a task of a
+  generation whose sender state was reclaimed is discarded); the global
+  ``sender`` is the id's generation (none, active, retired);
 * consumer (internal) - ``receive``: the next key is read, in order.
 
 Each queued task carries, as ghosts the wire does not carry, the segment it
@@ -123,7 +134,15 @@ nothing); and the consumer's ``received`` output (an observation).
 
 `SegmentConfig` selects the behaviour; each variant replaces one part of the
 reference (`statecore.models.segment_watermark`,
-`statecore.models.realtime_request`):
+`statecore.models.realtime_request`, `statecore.models.segment_actions`):
+
+* ``segments_0_30_0`` - 0.30.0 as released: the reference is 0.30.0 but for
+  one thing, a retired generation still sends what was queued before its
+  terminal (the fence the terminal holds covers the generation's queue). In
+  0.30.0 ``cancelled`` vetoes every queued task but the terminal, so a parked
+  session ended while its last segment end (and chunks) still wait on the save
+  thread loses them: the consumer reads the request end without the last
+  segment's end (docs/findings.md);
 
 * ``segments_6816`` - before #6816 a segment end always advanced the watermark
   to ``generation + 1``; a request without the counter that resumes its next
@@ -147,6 +166,7 @@ reference (`statecore.models.segment_watermark`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from statecore.spec.segment import (
@@ -160,7 +180,7 @@ from statecore.spec.segment import (
 
 from statecore import Transition
 from statecore.registry import Target
-from statecore.system import Action, Component, System
+from statecore.system import Action, Component, System, Tx
 
 from .realtime_request import (
     END_PARKED,
@@ -182,6 +202,7 @@ from .segment_actions import (
     receive,
     segment_end,
     send,
+    send_0_30_0,
 )
 from .segment_records import Shared, Task
 from .segment_watermark import (
@@ -216,6 +237,7 @@ __all__ = [
     "Task",
     "build",
     "realtime_request_machine",
+    "released_0_30_0",
     "segment_watermark_machine",
     "variant_6816",
     "variant_no_dedup",
@@ -235,6 +257,8 @@ class SegmentConfig:
     segment_ends: tuple[Transition, ...] = SEGMENT_END_0_30_0
     # _finish_parked_streaming_session (MIX:926-943).
     end_parked: Transition = END_PARKED
+    # The save thread's put of the queue's head (CTA:684-729).
+    send: Callable[[Tx[Shared]], None] = send
 
     @property
     def max_tokens(self) -> int:
@@ -251,6 +275,13 @@ EQUIVALENT_MUTANTS: dict[str, str] = {
     "late save is dropped with no state change, so a second one adds nothing",
     'skip-emit receive: tx.emit(out("received", kind=task.kind, segment=task.segment, '
     "late=task.late, step=task.step))": "an output only: the consumer's state changes the same",
+    "skip-require end_parked: tx.require(tx.g.sender == ACTIVE)": "a parked request's "
+    "segment end opened the generation, and only the request end retires or pops it",
+    "skip-put end_parked: tx.put(sender=RETIRED)": "the reference sends a retired "
+    "generation's queue like an active one's; only 0.30.0's send tells them apart "
+    "(segments_0_30_0)",
+    "skip-put _put_head: tx.put(sender=None)": "nothing is queued or saved after the "
+    "request end's put, so the popped generation is never read again",
 }
 """Mutants of `segments` that behave like it, by id, with the reason."""
 
@@ -279,7 +310,7 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
             Action("end_parked", "scheduler", end_parked, ext),
             Action("late_save", "scheduler", late_save, ext),
             Action("preempted_rerun", "scheduler", preempted_rerun, ext),
-            Action("send", "save_thread", send, internal=True),
+            Action("send", "save_thread", config.send, internal=True),
             Action("receive", "consumer", receive, internal=True),
         ],
         properties=properties(config.segments, config.max_tokens),
@@ -287,6 +318,11 @@ def build(config: SegmentConfig = SegmentConfig()) -> System:
 
 
 SEGMENTS = build()
+
+
+def released_0_30_0() -> System:
+    """0.30.0 as released: a retired generation's queued chunks are discarded."""
+    return build(SegmentConfig(name="segments_0_30_0", send=send_0_30_0))
 
 
 def variant_6816() -> System:
@@ -318,6 +354,14 @@ TARGETS: tuple[Target, ...] = (
         "segments",
         f"{_SG}:SEGMENTS",
         doc="resumable realtime segments under one request id: the segment watermark",
+    ),
+    Target(
+        "segments_0_30_0",
+        released_0_30_0,
+        violates=(REQUEST_END_AFTER_SEGMENTS, SEGMENT_ORDER),
+        doc="vLLM-Omni 0.30.0 as released: ending a parked session whose last segment is "
+        "still queued discards that segment's chunks and end; only the terminal goes out",
+        family="segments",
     ),
     Target(
         "segments_6816",

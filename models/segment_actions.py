@@ -2,15 +2,18 @@
 
 The scheduler drives the `realtime_request` machine and asks the
 `segment_watermark` machine to admit each save (``save_async``); an admitted
-save is queued as a `Task`. The save thread puts the head of the queue (a
-terminal's put runs ``cleanup``, which pops both watermarks) and the consumer
-reads the connector keys in order. See `statecore.models.segment` for the
+save is queued as a `Task` of the id's sender generation, opening one if there
+is none (CTA:465-469). ``end_parked`` also finishes the request
+(``finish_requests`` -> ``cleanup_sender``), which retires the generation. The
+save thread puts the head of the queue (a terminal's put runs ``cleanup``,
+which pops both watermarks and the generation) and the consumer reads the
+connector keys in order. See `statecore.models.segment` for the
 vLLM-Omni code each step mirrors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from statecore import Snapshot, out
@@ -21,6 +24,10 @@ from .segment_watermark import CHUNK, SEGMENT_END, TERMINAL
 
 EXT = Keys("ext", 1)
 """The one external id."""
+
+ACTIVE = "active"
+RETIRED = "retired"
+"""The sender generation's states (`Shared.sender`; None: the id has none)."""
 
 
 def init(tx: Tx[Shared]) -> None:
@@ -43,6 +50,13 @@ def admit(tx: Tx[Shared], ext: Hashable, kind: str, snap: Snapshot) -> bool:
     return outcome.outputs[0].name == "admitted"
 
 
+def enqueue(tx: Tx[Shared], task: Task, **ghosts: bool) -> None:
+    """Queue `task` on the id's sender generation, opening one if there is none."""
+    tx.put(queue=(*tx.g.queue, task), **ghosts)
+    if tx.g.sender is None:
+        tx.put(sender=ACTIVE)
+
+
 # -- scheduler -------------------------------------------------------------------------
 
 
@@ -61,8 +75,7 @@ def scheduler_step(
     after = tx.snapshot(handle)
     assert after is not None
     if admit(tx, ext, kind, after):
-        task = Task(kind, segment=before.ends, late=False, step=after.tokens)
-        tx.put(queue=(*tx.g.queue, task))
+        enqueue(tx, Task(kind, segment=before.ends, late=False, step=after.tokens))
     else:
         tx.put(lost=True)  # a save of the request's own segment, dropped silently
 
@@ -88,7 +101,24 @@ def finish(tx: Tx[Shared], ext: Hashable) -> None:
 
 
 def end_parked(tx: Tx[Shared], ext: Hashable) -> None:
+    """``_finish_parked_streaming_session`` (MIX:926-943), one scheduler step.
+
+    Taken only while the id has an active sender (``_adapter_owing_terminal``,
+    MIX:912-924; otherwise ``add_request`` takes vLLM's abort path, not modelled).
+    The bump and the forced terminal's ``save_async``, then
+    ``finish_requests(FINISHED_STOPPED)``, whose adapter part runs
+    ``cleanup_sender`` (CTA:977-1012): with the terminal queued it retires the
+    generation and leaves the reclaim to the terminal; with the terminal
+    dropped it reclaims at once, popping both watermarks and the generation.
+    """
+    tx.require(tx.g.sender == ACTIVE)
     scheduler_step(tx, ext, "end_parked", TERMINAL)
+    if any(task.kind == TERMINAL for task in tx.g.queue):
+        tx.put(sender=RETIRED)
+        return
+    for key in EXT.values:
+        tx.fire(("watermark", key), "clear")
+    tx.put(sender=None)
 
 
 def late_save(tx: Tx[Shared], ext: Hashable) -> None:
@@ -99,8 +129,9 @@ def late_save(tx: Tx[Shared], ext: Hashable) -> None:
     assert snap is not None
     tx.put(late_issued=True)
     if admit(tx, ext, CHUNK, snap):
-        task = Task(CHUNK, segment=snap.ends - 1, late=True, step=snap.tokens)
-        tx.put(queue=(*tx.g.queue, task), late_enqueued=True)
+        enqueue(
+            tx, Task(CHUNK, segment=snap.ends - 1, late=True, step=snap.tokens), late_enqueued=True
+        )
 
 
 def preempted_rerun(tx: Tx[Shared], ext: Hashable) -> None:
@@ -121,23 +152,40 @@ def preempted_rerun(tx: Tx[Shared], ext: Hashable) -> None:
         counter=snap.counter,
     )
     if outcome.outputs[0].name == "admitted":  # a duplicate goes out
-        task = Task(CHUNK, segment=snap.ends, late=False, step=snap.tokens - 1)
-        tx.put(queue=(*tx.g.queue, task))
+        enqueue(tx, Task(CHUNK, segment=snap.ends, late=False, step=snap.tokens - 1))
 
 
 # -- save thread and consumer ----------------------------------------------------------
 
 
-def send(tx: Tx[Shared]) -> None:
-    """The save thread puts the head of the queue."""
+def _put_head(tx: Tx[Shared], sends: Callable[[Shared, Task], bool]) -> None:
+    """The save thread takes the head of the queue and puts it if `sends` says so."""
     queue = tx.g.queue
     tx.require(queue)
     task = queue[0]
     tx.put(queue=queue[1:])
-    if task.kind == TERMINAL:  # the put succeeded: cleanup pops both watermarks
+    if not sends(tx.g, task):
+        return  # "Discarding stale queued chunk" (CTA:710-714)
+    if task.kind == TERMINAL:  # the put succeeded: cleanup pops the watermarks and generation
         for ext in EXT.values:
             tx.fire(("watermark", ext), "clear")
+        tx.put(sender=None)
     tx.put(mailbox=(*tx.g.mailbox, task))
+
+
+def send(tx: Tx[Shared]) -> None:
+    """The save thread puts the head of the queue; a retired generation still sends
+    what was queued before its terminal (the fence covers the whole generation)."""
+    _put_head(tx, lambda g, task: g.sender is not None)
+
+
+def send_0_30_0(tx: Tx[Shared]) -> None:
+    """0.30.0: a retired generation sends only its terminal (CTA:697-714: ``cancelled``
+    vetoes every queued chunk but the terminal), so what the scheduler queued before
+    the terminal is discarded."""
+    _put_head(
+        tx, lambda g, task: g.sender == ACTIVE or (g.sender == RETIRED and task.kind == TERMINAL)
+    )
 
 
 def receive(tx: Tx[Shared]) -> None:

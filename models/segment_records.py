@@ -36,3 +36,8 @@ class Shared(NamedTuple):
     lost: Annotated[bool, "ghost: save_async dropped a save of the open segment"] = False
     late_issued: Annotated[bool, "ghost: the late save was issued"] = False
     late_enqueued: Annotated[bool, "ghost: the late save was queued"] = False
+    sender: Annotated[
+        str | None,
+        "_sender_tokens[ext]: None (none), 'active', or 'retired' (cancelled by cleanup_sender "
+        "with a terminal queued, which then reclaims it)",
+    ] = None

@@ -102,14 +102,26 @@ STORIES: dict[tuple[str, str], tuple[int, list[str]]] = {
         9,
         ["segment_end", "next_segment", "segment_end", "end_parked", "receive", "receive"],
     ),
+    # 0.30.0: the finish retires the generation with the terminal queued, and
+    # the save thread discards the segment end queued before it.
+    ("segments_0_30_0", "request_end_after_segments"): (
+        6,
+        ["arrive", "segment_end", "end_parked", "send", "send", "receive"],
+    ),
+    ("segments_0_30_0", "segment_order"): (
+        6,
+        ["arrive", "segment_end", "end_parked", "send", "send", "receive"],
+    ),
     # MIX:929-933: without the bump the parked session's terminal is "late".
     ("segments_parked_unbumped", "no_current_save_dropped"): (
         3,
         ["arrive", "segment_end", "end_parked"],
     ),
+    # The dropped terminal leaves nothing pending, so the finish's cleanup_sender
+    # reclaims the generation at once and the queued segment end is discarded.
     ("segments_parked_unbumped", "request_end_delivered"): (
-        5,
-        ["arrive", "segment_end", "end_parked", "send", "receive"],
+        4,
+        ["arrive", "segment_end", "end_parked", "send"],
     ),
     # CTA:486 removed: the rebuilt segment restarts its token count below the
     # old watermark; a chunk, or the terminal (not exempt), is a "replay".

@@ -2,12 +2,17 @@
 
 Needs the real stack (``tox -e vllm``); skipped without it.
 
-(a) a directed scenario: a request without ``_omni_segment_generation``
-    resumes its next segment and is delivered (the #6816 fix), in lockstep;
-(b) fuzzing: no finding and every transition of both machines taken, for
-    the released adapter and the checked one;
+(a) directed scenarios in lockstep with ``segments_0_30_0`` (0.30.0 as
+    released): a request without ``_omni_segment_generation`` resumes its next
+    segment and is delivered (the #6816 fix); a parked session ended through
+    the real scheduler's ``add_request`` while its segment end is still queued
+    loses that segment end (docs/findings.md);
+(b) fuzzing: no finding but the known ones and every transition of both
+    machines taken, for the released adapter and the checked one; against the
+    reference `segments` the fuzz finds that discard;
 (c) mutation check: the segment-watermark bugs vLLM-Omni had or guards
-    against, patched into the real class, are each found.
+    against, patched into the real class, and single-point mutants of the real
+    ``_finish_parked_streaming_session``, are each found.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from typing import Any
 
 import pytest
 from statecore.models.bindings.vllm_omni_checked import CheckedSegmentsBinding
-from statecore.models.bindings.vllm_omni_segments import SegmentsBinding
+from statecore.models.bindings.vllm_omni_segments import SegmentsBinding, fuzz_system
 from statecore.models.segment import SEGMENTS
+from statecore.spec.segment import REQUEST_END_AFTER_SEGMENTS
 
 from statecore.fuzzing.fuzz import fuzz
 from statecore.system import ActionLabel, SystemState
@@ -28,21 +34,22 @@ pytest.importorskip("vllm_omni")
 from statecore.models.bindings.vllm_omni import real_classes
 
 REAL = real_classes()
-(EXT,) = SEGMENTS.component("request").key_values
+RELEASED = fuzz_system()
+(EXT,) = RELEASED.component("request").key_values
 FUZZ_EXAMPLES = 300
 
 
 class Lockstep:
     def __init__(self, binding: SegmentsBinding) -> None:
         self.binding = binding
-        binding.setup(SEGMENTS)
-        self.state: SystemState = SEGMENTS.init_states()[0]
+        binding.setup(RELEASED)
+        self.state: SystemState = RELEASED.init_states()[0]
 
     def do(self, name: str, **args: Hashable) -> Lockstep:
-        step = SEGMENTS.next_step(self.state, ActionLabel(name, tuple(args.items())))
+        step = RELEASED.next_step(self.state, ActionLabel(name, tuple(args.items())))
         self.binding.apply(step, self.state)
         self.state = step.state
-        assert self.binding.observe() == self.binding.expect(SEGMENTS.view(self.state))
+        assert self.binding.observe() == self.binding.expect(RELEASED.view(self.state))
         return self
 
 
@@ -64,9 +71,31 @@ def test_a_resumed_segment_without_the_counter_is_delivered(run: Lockstep) -> No
     assert "ext0" not in run.binding.adapter._segment_generation  # the terminal's cleanup
 
 
+def test_ending_a_parked_session_discards_its_queued_segment_end(run: Lockstep) -> None:
+    run.do("arrive", ext=EXT, counter=False).do("segment_end", ext=EXT).do("end_parked", ext=EXT)
+    request, token = run.binding.request, run.binding.adapter._sender_tokens["ext0"]
+    assert request.status == REAL.status.FINISHED_STOPPED and request._omni_segment_generation == 1
+    assert token.cancelled and token.cleanup_deferred  # finish_requests -> cleanup_sender
+    run.do("send").do("send")
+    flags = [(s.finished, s.segment_finished) for s in run.binding.connector.sent]
+    assert flags == [(True, False)]  # the segment end was discarded; the terminal went out
+    run.do("receive")  # the request end, read with no segment end before it
+    view = RELEASED.view(run.state)
+    [(_, request_snapshot)] = view.live("request")
+    assert view.g.seen_end and view.g.seen_ends == 0 and request_snapshot.ends == 1
+    assert REQUEST_END_AFTER_SEGMENTS in run.binding.known
+
+
+def test_fuzzing_the_reference_finds_the_discard() -> None:
+    report = fuzz(SEGMENTS, SegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is not None
+    actions = [step.action.name for step in report.finding.trace.steps if step.action]
+    assert "end_parked" in actions and actions[-1] == "send"
+
+
 @pytest.mark.parametrize("binding", [SegmentsBinding, CheckedSegmentsBinding])
 def test_fuzzing_finds_nothing_and_takes_every_transition(binding: type[SegmentsBinding]) -> None:
-    report = fuzz(SEGMENTS, binding, max_examples=FUZZ_EXAMPLES, seed=0)
+    report = fuzz(RELEASED, binding, max_examples=FUZZ_EXAMPLES, seed=0)
     assert report.finding is None, f"{report.finding}\n{report.finding.trace}"
     never = [(comp, names) for comp, _, _, _, names in report.coverage() if names]
     assert never == [], f"model transitions never taken: {never}"
@@ -118,5 +147,33 @@ MUTANTS = {
 def test_a_watermark_bug_is_found(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for attribute, replacement in MUTANTS[name](REAL.adapter).items():
         monkeypatch.setattr(REAL.adapter, attribute, replacement)
-    report = fuzz(SEGMENTS, SegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    report = fuzz(RELEASED, SegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
     assert report.finding is not None, f"{name} survived {report.examples} examples"
+
+
+def _finish_before_save(self: Any, request: Any, adapter: Any) -> None:
+    """MIX:926-943 with the finish moved before the forced terminal's save."""
+    request.resumable = False
+    request._omni_segment_generation = int(getattr(request, "_omni_segment_generation", 0) or 0) + 1
+    self.finish_requests(request.request_id, REAL.status.FINISHED_STOPPED)
+    adapter.save_async(None, request, is_segment_finished=False, force_request_finished=True)
+
+
+def _no_bump(self: Any, request: Any, adapter: Any) -> None:
+    """MIX:926-943 without the bump of MIX:933."""
+    request.resumable = False
+    adapter.save_async(None, request, is_segment_finished=False, force_request_finished=True)
+    self.finish_requests(request.request_id, REAL.status.FINISHED_STOPPED)
+
+
+@pytest.mark.parametrize("mutant", [_finish_before_save, _no_bump])
+def test_a_parked_session_bug_is_found(
+    mutant: Callable[[Any, Any, Any], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vllm_omni.core.sched.omni_scheduler_mixin import OmniSchedulerMixin
+
+    monkeypatch.setattr(OmniSchedulerMixin, "_finish_parked_streaming_session", mutant)
+    report = fuzz(RELEASED, SegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is not None, f"{mutant.__name__} survived {report.examples} examples"
+    actions = [step.action.name for step in report.finding.trace.steps if step.action]
+    assert "end_parked" in actions

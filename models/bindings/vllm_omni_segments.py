@@ -16,8 +16,17 @@ action is the ``save_async`` call the scheduler makes for it:
 * ``segment_end``: the resumable stop of ARS:656-782,
   ``save_async(..., True, segment_generation=<boundary generation>)``;
 * ``finish``: a natural finish (``FINISHED_STOPPED``, ``resumable`` cleared,
-  ARS:674); ``end_parked``: MIX:926-943, the counter bumped and
-  ``force_request_finished=True``;
+  ARS:674);
+* ``end_parked``: the real ``OmniSchedulerMixin.add_request`` (MIX:883-910)
+  of a real ``OmniARScheduler`` built without its constructor
+  (`statecore.models.bindings.vllm_omni_scheduler.scheduler_stand_in`),
+  holding the request parked in ``WAITING_FOR_STREAMING_REQ``, given the
+  session's final update (``resumable=False``): ``_adapter_owing_terminal``
+  finds the active sender and the real ``_finish_parked_streaming_session``
+  (MIX:926-943) clears ``resumable``, bumps the counter, calls ``save_async(...,
+  force_request_finished=True)`` (its confirmed count read off the request) and
+  ``finish_requests(FINISHED_STOPPED)``: the adapter's (``cleanup_sender``)
+  before vLLM's;
 * ``next_segment(update)`` bumps the counter (creating it, MIX:198);
   ``next_segment(resume)`` changes nothing the adapter reads.
 
@@ -30,9 +39,15 @@ business, and a real ``SharedMemoryConnector`` would behave the same here.
 ``receive`` reads the connector's puts in key order.
 
 Compared after every step: ``_segment_generation[ext]`` and
-``requests_num_chunks_sent[ext]`` against the watermark machine, the save
-queue's (``is_finished``, ``is_segment_finished``) flags, and the unread
-puts' ``meta.finished`` / ``meta.is_segment_finished``.
+``requests_num_chunks_sent[ext]`` against the watermark machine, the id's
+sender generation (none, active, or retired: ``cancelled``), the request's
+``_omni_segment_generation``, the save queue's (``is_finished``,
+``is_segment_finished``) flags, and the unread puts' ``meta.finished`` /
+``meta.is_segment_finished``.
+
+0.30.0 is bound to ``segments_0_30_0`` (`fuzz_system`), whose two properties
+it violates are `known`: a parked session ended while its last segment is
+still queued loses that segment (docs/findings.md).
 """
 
 from __future__ import annotations
@@ -40,14 +55,34 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from statecore.spec.segment import REQUEST_END_AFTER_SEGMENTS, SEGMENT_ORDER
+
 from statecore.adapter import Adapter, AdapterError
 from statecore.system import StateView, System, SystemState, SystemStep
 
+from ..segment import released_0_30_0
+from ..segment_actions import ACTIVE, RETIRED
 from ..segment_records import Shared
 from ..segment_watermark import CHUNK, SEGMENT_END, TERMINAL
 from .vllm_omni_harness import make_adapter, new_request, real_classes, run_save_task
+from .vllm_omni_scheduler import scheduler_stand_in
 
-__all__ = ["KIND_FLAGS", "SegmentsBinding"]
+__all__ = ["KIND_FLAGS", "KNOWN", "SegmentsBinding", "fuzz_system"]
+
+KNOWN: Mapping[str, str] = {
+    REQUEST_END_AFTER_SEGMENTS: "a parked session ended while its last segment end is "
+    "queued: cleanup_sender's cancelled vetoes it and only the terminal goes out "
+    "(docs/findings.md)",
+    SEGMENT_ORDER: "the same discard: the consumer reads the request end before the last "
+    "segment's end",
+}
+"""The properties 0.30.0 violates here, by id, with the reason."""
+
+
+def fuzz_system() -> System:
+    """The model configuration 0.30.0 is fuzzed against: `segments` as released."""
+    return released_0_30_0()
+
 
 KIND_FLAGS: Mapping[str, tuple[bool, bool]] = {
     CHUNK: (False, False),
@@ -70,7 +105,7 @@ class SegmentsBinding(Adapter):
     """The segments model's actions performed on the real 0.30.0 adapter."""
 
     name = "vllm-omni-segments"
-    known: Mapping[str, str] = {}
+    known: Mapping[str, str] = KNOWN
 
     def __init__(self) -> None:
         self.baton: Any = _NeverParks()
@@ -156,8 +191,20 @@ class SegmentsBinding(Adapter):
         self._save(self._snapshot(step, ext), TERMINAL)
 
     def _do_end_parked(self, step: SystemStep, ext: Hashable) -> None:
-        self.request.resumable = False  # MIX:929, then the bump of MIX:933
-        self._save(self._snapshot(step, ext), TERMINAL, forced=True)
+        """The session's final update reaches the real scheduler's ``add_request``."""
+        request, status = self.request, self.classes.status
+        request.status = status.WAITING_FOR_STREAMING_REQ  # parked after its segment end
+        request.num_computed_tokens = self._snapshot(step, ext).tokens  # the terminal commits none
+        scheduler = scheduler_stand_in(
+            self.adapter, {request.request_id: request}, generation=False
+        )
+        update = new_request(self.classes, request.request_id, str(ext), "WAITING")
+        update.resumable = False  # the final update
+        scheduler.add_request(update)
+        if request.status != status.FINISHED_STOPPED or request.resumable:
+            raise AdapterError(
+                f"vllm-omni-segments: the parked session was not finished ({request.status})"
+            )
 
     def _do_late_save(self, step: SystemStep, ext: Hashable) -> None:
         self._save(self._snapshot(step, ext), CHUNK)
@@ -185,12 +232,15 @@ class SegmentsBinding(Adapter):
     def observe(self) -> Hashable:
         adapter = self.adapter
         ext = None if self.request is None else self.request.external_req_id
+        token = adapter._sender_tokens.get(ext)
         return (
             (
                 "watermark",
                 adapter._segment_generation.get(ext),
                 adapter.requests_num_chunks_sent.get(ext),
             ),
+            ("sender", None if token is None else RETIRED if token.cancelled else ACTIVE),
+            ("counter", getattr(self.request, "_omni_segment_generation", None)),
             (
                 "queue",
                 tuple(
@@ -204,8 +254,11 @@ class SegmentsBinding(Adapter):
 
     def expect(self, view: StateView[Shared]) -> Hashable:
         [(_, mark)] = view.live("watermark")
+        [(_, request)] = view.live("request")
         return (
             ("watermark", mark.expected, mark.sent),
+            ("sender", view.g.sender),
+            ("counter", request.gen if request.counter else None),
             ("queue", tuple(KIND_FLAGS[task.kind] for task in view.g.queue)),
             ("unread", tuple(KIND_FLAGS[task.kind] for task in view.g.mailbox)),
             ("failures", frozenset()),
