@@ -1,7 +1,7 @@
 """The search on Ray against one process and forked workers: throughput per worker.
 
 One target (``chunk_transfer`` by default, 138,656 states; ``--quick``:
-``segments``, 3,243) is checked completely, side by side:
+``segments``, 3,281) is checked completely, side by side:
 
 * ``explore`` in this process;
 * ``explore(workers=N)``, N forked processes;

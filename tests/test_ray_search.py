@@ -209,7 +209,7 @@ def test_the_benchmark_prints_each_search_side_by_side(
     assert bench.main(["--quick"]) == 0
     out = capsys.readouterr().out
     for row in ("one process", "2 forked processes", "Ray, 1 actor", "Ray, 2 actors"):
-        assert re.search(rf"^{row} +3,243 +7,384 ", out, re.MULTILINE), row
+        assert re.search(rf"^{row} +3,281 +7,442 ", out, re.MULTILINE), row
     assert out.splitlines()[-1].startswith("RESULT ray_states_per_s_per_worker=")
 
 
