@@ -6,7 +6,9 @@ lifecycle methods (`FUNCTIONS`, in ``chunk_transfer_adapter.py``). Each is given
 with the same per-mutant budget (20 s by default), to
 
 * statecore: ``statecore mutate chunk_transfer --adapter vllm-omni --also
-  segments:vllm-omni-segments --also chunk_transfer:vllm-omni-shm`` (its Python API,
+  segments:vllm-omni-segments --also chunk_transfer:vllm-omni-shm --also
+  receiver_system:vllm-omni-receiver --also receiver_system:vllm-omni-receiver-generation``
+  (its Python API,
   `statecore.fuzzing.mutate.mutate`; a mutant the first fuzz leaves alive is fuzzed
   through each other binding in turn, each with the budget);
 * the baseline: the hand-written Hypothesis state machine over the real adapter of
@@ -63,7 +65,12 @@ FUNCTIONS = (
     "finish_requests",
 )
 TARGET, ADAPTER = "chunk_transfer", "vllm-omni"
-ALSO = (("segments", "vllm-omni-segments"), ("chunk_transfer", "vllm-omni-shm"))
+ALSO = (
+    ("segments", "vllm-omni-segments"),
+    ("chunk_transfer", "vllm-omni-shm"),
+    ("receiver_system", "vllm-omni-receiver"),
+    ("receiver_system", "vllm-omni-receiver-generation"),
+)
 KILLED, SURVIVED, EQUIVALENT, TIMEOUT, CRASHED = (
     "killed",
     "survived",
