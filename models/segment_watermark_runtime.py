@@ -201,11 +201,7 @@ def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Cou
         outcome = mark.fire("save", kind=kind, counter=counter, late=is_late, below=below)
     else:
         outcome = mark.fire_prepared(prepared)
-    transition = outcome[3]
-    effect = None if transition is None else EFFECTS[transition.name]
-    if effect is None:
-        return outcome, counts
-    return outcome, counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
+    return outcome, _applied(outcome, counts, payload)
 
 
 def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:

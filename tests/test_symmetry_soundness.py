@@ -58,15 +58,19 @@ def workers(
     init: Any = spawn_all,
     acquire: Any = acquire_first,
     domain: Keys | tuple[Hashable, ...] = WORKERS,
+    machine: Machine | None = None,
+    more: tuple[Action, ...] = (),
 ) -> System:
-    """Two interchangeable workers; the first to acquire is recorded."""
+    """Two interchangeable workers (of `machine`, default `WORKER`); the first to acquire
+    is recorded; `more` actions besides acquire and finish."""
     return System(
         "workers",
-        components=[Component("worker", WORKER, WORKERS)],
+        components=[Component("worker", machine or WORKER, WORKERS)],
         globals=[Global("first", None)],
         actions=[
             Action("acquire", "scheduler", acquire, {"w": domain}),
             Action("finish", "scheduler", finish, {"w": WORKERS}),
+            *more,
         ],
         init=init,
         properties=properties,
@@ -226,20 +230,10 @@ QUIET_WORKER = Machine(
 """`WORKER` without outputs."""
 
 
-def stepping_workers(*properties: Any, machine: Machine = WORKER) -> System:
+def stepping_workers(*properties: Any, machine: Machine | None = None) -> System:
     """`workers`, with one more action that steps both workers at once, in id order."""
-    return System(
-        "stepping_workers",
-        components=[Component("worker", machine, WORKERS)],
-        globals=[Global("first", None)],
-        actions=[
-            Action("acquire", "scheduler", acquire_first, {"w": WORKERS}),
-            Action("finish", "scheduler", finish, {"w": WORKERS}),
-            Action("step_all", "scheduler", step_every_worker),
-        ],
-        init=spawn_all,
-        properties=properties,
-    )
+    step_all = Action("step_all", "scheduler", step_every_worker)
+    return workers(*properties, machine=machine, more=(step_all,))
 
 
 def test_transitions_taken_in_id_order_keep_the_reduction() -> None:
