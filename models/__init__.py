@@ -94,7 +94,7 @@ ADAPTERS: tuple[AdapterSpec, ...] = (
         name="vllm-omni-checked-segments",
         target="segments",
         factory="statecore.models.bindings.vllm_omni_checked:CheckedSegmentsBinding",
-        system="statecore.models.bindings.vllm_omni_segments:fuzz_system",
+        system="statecore.models.bindings.vllm_omni_checked:fuzz_system_segments",
         install="pip install 'statecore[vllm]' && bash scripts/install-vllm-stack.sh "
         "(or: tox -e vllm)",
         doc="CheckedChunkTransferAdapter through one resumable realtime request",

@@ -24,7 +24,9 @@ import pytest
 from statecore.models.bindings import vllm_omni_checked
 from statecore.models.bindings.vllm_omni_checked import (
     CheckedChunkTransferAdapterBinding,
+    CheckedSegmentsBinding,
     fuzz_system_reference,
+    fuzz_system_segments,
 )
 from statecore.models.implementations import checked_chunk_transfer, checked_sender
 from statecore.models.implementations.checked_chunk_transfer import (
@@ -36,7 +38,7 @@ from statecore.models.implementations.checked_chunk_transfer import (
 
 from statecore.fuzzing.fuzz import fuzz
 from statecore.registry import adapter_system, bundled_adapters
-from statecore.system import ActionLabel, Keys, SystemState
+from statecore.system import ActionLabel, Keys, System, SystemState
 
 pytest.importorskip("vllm_omni")
 
@@ -51,19 +53,22 @@ EXT0, EXT1 = Keys("ext", 2).values
 
 
 class Lockstep:
-    """The reference model and the checked adapter driven through the same actions."""
+    """A reference model and the checked adapter driven through the same actions."""
 
-    def __init__(self) -> None:
-        self.binding = CheckedChunkTransferAdapterBinding()
-        self.binding.setup(MODEL)
-        self.state: SystemState = MODEL.init_states()[0]
+    def __init__(
+        self, model: System = MODEL, binding: type[Any] = CheckedChunkTransferAdapterBinding
+    ) -> None:
+        self.model = model
+        self.binding = binding()
+        self.binding.setup(model)
+        self.state: SystemState = model.init_states()[0]
 
     def do(self, name: str, **args: Hashable) -> Lockstep:
-        step = MODEL.next_step(self.state, ActionLabel(name, tuple(args.items())))
+        step = self.model.next_step(self.state, ActionLabel(name, tuple(args.items())))
         self.binding.apply(step, self.state)
         self.state = step.state
         observed = self.binding.observe()
-        assert observed == self.binding.expect(MODEL.view(self.state))
+        assert observed == self.binding.expect(self.model.view(self.state))
         return self
 
     @property
@@ -227,6 +232,61 @@ def test_a_reference_behaviour_undone_is_found(name: str, monkeypatch: pytest.Mo
     report = fuzz(MODEL, CheckedChunkTransferAdapterBinding, max_examples=FUZZ_EXAMPLES, seed=0)
     assert report.finding is not None, f"{name} survived {report.examples} examples"
     print(f"\n{name}: {report.finding.kind} {report.finding.property_id}")
+
+
+# -- the segments reference: a graceful finish still sends what was queued before the terminal
+
+
+SEGMENTS = fuzz_system_segments()
+(SEGMENT_EXT,) = SEGMENTS.component("request").key_values
+
+
+def test_ending_a_parked_session_sends_its_queued_segment_end() -> None:
+    """0.30.0 discards it (tests/test_vllm_segments.py); the reference sends it."""
+    run = Lockstep(SEGMENTS, CheckedSegmentsBinding)
+    try:
+        ext = SEGMENT_EXT
+        run.do("arrive", ext=ext, counter=False).do("segment_end", ext=ext)
+        run.do("end_parked", ext=ext)
+        token = run.binding.adapter._sender_tokens["ext0"]
+        assert token.retired and token.cleanup_owed and token.state == "terminal_pending"
+        run.do("send")
+        assert token.state == "terminal_pending"  # the segment end went out
+        run.do("send")  # the terminal's put, then its finally fires the owed cleanup
+        assert token.state == "reclaimed" and run.binding.adapter._sender_tokens == {}
+        flags = [(s.finished, s.segment_finished) for s in run.binding.connector.sent]
+        assert flags == [(False, True), (True, False)]
+        run.do("receive").do("receive")
+    finally:
+        run.binding.teardown()
+
+
+def test_the_checked_adapter_conforms_to_the_reference_segments_with_nothing_known() -> None:
+    assert CheckedSegmentsBinding.known == {}
+    report = fuzz(SEGMENTS, CheckedSegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is None, f"{report.finding}\n{report.finding.trace}"
+    never = [(comp, names) for comp, _, _, _, names in report.coverage() if names]
+    assert never == [], f"model transitions never taken: {never}"
+    [spec] = [a for a in bundled_adapters() if a.name == "vllm-omni-checked-segments"]
+    assert spec.system.endswith(":fuzz_system_segments")
+
+
+def test_a_graceful_finish_that_cancels_at_once_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checked_chunk_transfer, "_graceful", lambda status, finished: False)
+    report = fuzz(SEGMENTS, CheckedSegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
+    assert report.finding is not None
+    actions = [step.action.name for step in report.finding.trace.steps if step.action]
+    assert "end_parked" in actions
+
+
+def test_an_abort_still_cancels_the_queued_chunks(run: Lockstep) -> None:
+    """Only a graceful finish owes the queued chunks; an abort's are discarded at once."""
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_terminal", ext=EXT0)
+    run.do("abort", ext=EXT0)
+    token = run.adapter._sender_tokens["ext0"]
+    assert token.state == "draining" and not token.cleanup_owed
+    run.do("begin")  # the chunk: discarded by the machine's fence
+    assert token.state == "draining" and len(run.adapter._pending_save_reqs) == 1
 
 
 # -- (d) running vLLM-Omni with it ------------------------------------------------------------

@@ -17,22 +17,28 @@ changes:
 
 The observation needs no change: the checked adapter's sender tokens,
 watermarks and ``request_payload`` read like 0.30.0's.
+
+`CheckedSegmentsBinding` binds it to the reference ``segments`` model
+(`fuzz_system_segments`) with nothing known: a parked session ended while its
+segment end is queued still sends that segment end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
 from statecore.system import System, SystemStep
 
+from .. import segment
 from ..chunk_transfer import build
 from ..chunk_transfer_records import ChunkTransferConfig
 from ..implementations.checked_chunk_transfer import (
     checked_adapter_class,
     fail_failed_chunk_sends,
 )
+from ..segment_actions import ACTIVE, RETIRED
 from .vllm_omni import FUZZ_BOUNDS, OmniChunkTransferAdapterBinding
 from .vllm_omni_harness import make_adapter
 from .vllm_omni_receiver import STAGE, ReceiverBinding
@@ -44,6 +50,7 @@ __all__ = [
     "CheckedReceiverBinding",
     "CheckedSegmentsBinding",
     "fuzz_system_reference",
+    "fuzz_system_segments",
 ]
 
 
@@ -91,13 +98,34 @@ class CheckedChunkTransferAdapterBinding(OmniChunkTransferAdapterBinding):
         fail_failed_chunk_sends(scheduler)
 
 
+def fuzz_system_segments() -> System:
+    """The reference ``segments`` model: a retired generation still sends what was
+    queued before its terminal (no known finding)."""
+    return segment.build()
+
+
 class CheckedSegmentsBinding(SegmentsBinding):
-    """The segments model's actions performed on the checked adapter."""
+    """The reference segments model's actions performed on the checked adapter.
+
+    The one change to the observation: the id's generation reads as retired
+    once no save joins it (`SenderGeneration.retired`), which after a graceful
+    finish with the terminal queued is before the machine's ``cleanup`` (the
+    terminal's ``finally`` fires it).
+    """
 
     name = "vllm-omni-checked-segments"
+    known: Mapping[str, str] = {}
 
     def make_adapter(self) -> Any:
         return make_adapter(self.connector, base=checked_adapter_class(self.classes.adapter))
+
+    def observe(self) -> Hashable:
+        observed = super().observe()
+        assert isinstance(observed, tuple)
+        ext = None if self.request is None else self.request.external_req_id
+        token = self.adapter._sender_tokens.get(ext)
+        sender = None if token is None else RETIRED if token.retired else ACTIVE
+        return tuple(("sender", sender) if item[0] == "sender" else item for item in observed)
 
 
 class CheckedReceiverBinding(ReceiverBinding):

@@ -19,6 +19,10 @@ reference (docs/findings.md has the traces):
   boundary still sends its finish marker;
 * ``finish_requests`` for a request whose id another request's generation
   holds leaves that generation alone;
+* a graceful finish (``_finish_parked_streaming_session``'s
+  ``FINISHED_STOPPED``) while the terminal is queued still sends what was
+  queued before it (0.30.0 discards the parked session's segment end): the
+  terminal's ``finally`` fires the cleanup;
 * `fail_failed_chunk_sends` replaces the scheduler's
   ``_log_failed_chunk_sends``: each recorded send failure finishes its
   request (``FINISHED_ERROR``) instead of leaving the consumer to its 600 s
@@ -198,6 +202,8 @@ class CheckedSenderMixin:
             raise
         finally:
             with self._sender_state_lock:
+                if terminal and token.cleanup_owed:  # a graceful finish's cleanup (finish_requests)
+                    token.fire_prepared(CLEANUP)
                 if token.fire_prepared(END[terminal]).snapshot.state == "reclaimed":
                     self._reclaim_locked(ext, token)
 
@@ -364,8 +370,13 @@ class CheckedSenderMixin:
         self, request_ids: Any, finished_status: Any, requests: dict[str, Any] | None = None
     ) -> list[tuple[str, int]]:
         """CTA:1577-1641. ``cleanup_sender`` runs only for a generation the finished
-        request opened (or none): one request's finish never cancels another's chunks."""
+        request opened (or none): one request's finish never cancels another's chunks.
+        A graceful finish (stopped, length-capped) of a generation whose terminal is
+        queued leaves the cleanup to that terminal's ``finally``, so what was queued
+        before the terminal still goes out (``_finish_parked_streaming_session``'s
+        segment end); an abort or a failure cancels the queued chunks at once."""
         ids = _request_ids(request_ids, requests)
+        graceful = _graceful(self._vllm.RequestStatus, finished_status)
         self._restore_origin_status(ids, requests)
         for req_id in ids:
             request = requests.get(req_id) if requests else None
@@ -378,7 +389,10 @@ class CheckedSenderMixin:
             with self._sender_state_lock:
                 token = self._sender_tokens.get(ext)
                 foreign = token is not None and token.owner != req_id
-            if not foreign:
+                owed = False
+                if graceful and not foreign and token and token.state == "terminal_pending":
+                    owed = token.cleanup_owed = True
+            if not (foreign or owed):
                 self.cleanup_sender(ext)
         for name in (
             "waiting_for_chunk_waiting_requests",
@@ -420,11 +434,16 @@ def _refusal(token: SenderGeneration | None, request_id: str) -> str | None:
     """Why a save must be refused visibly, or None: the reference's reuse rule."""
     if token is None:
         return None
-    if token.cancelled:
+    if token.retired:
         return "previous sender generation is still draining"
     if token.owner != request_id:
         return f"external id is held by request {token.owner}'s sender generation"
     return None
+
+
+def _graceful(status: Any, finished_status: Any) -> bool:
+    """The request ended normally (stopped or length-capped): what it queued is owed."""
+    return finished_status in (status.FINISHED_STOPPED, status.FINISHED_LENGTH_CAPPED)
 
 
 def _segment_generation(given: int | None, counter: Any) -> int:

@@ -83,10 +83,21 @@ class SenderGeneration:
     The flags 0.30.0 assigns by hand are properties of the machine's state;
     `fire` is the only way to change them. ``num_puts`` and
     ``terminal_sent`` stay plain counters: they only size the shared-memory
-    cleanup, which no property depends on.
+    cleanup, which no property depends on. ``cleanup_owed`` says that a
+    graceful finish asked for the cleanup while the terminal was queued: the
+    terminal's ``finally`` fires it (``cleanup``), after the tasks queued
+    before the terminal went out.
     """
 
-    __slots__ = ("fire", "fire_prepared", "machine", "num_puts", "owner", "terminal_sent")
+    __slots__ = (
+        "cleanup_owed",
+        "fire",
+        "fire_prepared",
+        "machine",
+        "num_puts",
+        "owner",
+        "terminal_sent",
+    )
 
     fire: Callable[..., Outcome]
     """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine."""
@@ -100,6 +111,7 @@ class SenderGeneration:
         self.owner = owner  # the internal id of the request whose save opened it
         self.num_puts = 0
         self.terminal_sent = False
+        self.cleanup_owed = False
 
     @property
     def state(self) -> str:
@@ -110,6 +122,11 @@ class SenderGeneration:
     def cancelled(self) -> bool:
         """``cleanup_sender`` retired it (0.30.0's ``cancelled``)."""
         return self.machine.state in _CANCELLED
+
+    @property
+    def retired(self) -> bool:
+        """No save joins it any more: cancelled, or its cleanup is owed to the terminal."""
+        return self.cleanup_owed or self.machine.state in _CANCELLED
 
     @property
     def terminal_pending(self) -> bool:
