@@ -146,7 +146,7 @@ from .vllm_omni_harness import (
 from .vllm_omni_known import KNOWN_0_30_0
 from .vllm_omni_mutants import MUTANTS, Mutant
 from .vllm_omni_processor import ProcessorFailure, ProcessorPart, step_tokens
-from .vllm_omni_scheduler import SchedulerPart, scheduler_stand_in
+from .vllm_omni_scheduler import SchedulerPart, scheduler_stand_in, scheduler_step
 
 __all__ = [
     "ADAPTERS",
@@ -237,6 +237,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.by_id: dict[str, Any] = {}  # every request made, by internal id
         self.aborts = 0
         self.tokens: dict[str, list[object]] = {}
+        self.before: SystemState | None = None  # the model state the step started from
         self.flight: Mapping[str, Any] | None = None
         self.put_tasks: list[Task] = []  # the model's task of each successful put
         self.put_keys: list[Key] = []  # the model's connector key of each successful put
@@ -292,6 +293,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
 
     def apply(self, step: SystemStep, before: SystemState) -> None:
         action = step.action
+        self.before = before
         handler: Callable[..., None] = getattr(self, f"_do_{action.name}")
         handler(step, **dict(action.args))
 
@@ -317,16 +319,33 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         snap = self._request_snapshot(step, ext)
         request.num_computed_tokens = snap.tokens
         request._omni_segment_generation = snap.ends - (kind == SEGMENT_END)
-        if kind == TERMINAL:
-            request.status = self.classes.status.FINISHED_STOPPED
         tokens = self._step_tokens(step, ext)
+        split = self.system.view(step.state).get("saving") is not None
+        assert self.before is not None
+        was = self.before.slots[self.system.slot_index("request", ext)].snapshot
+        if kind == TERMINAL and was is not None and was.state == "parked":
+            # A parked session's end: _finish_parked_streaming_session's save
+            # (MIX:926-943; its finish_requests is the segments binding's).
+            request.status = self.classes.status.FINISHED_STOPPED
+            request.resumable = False
 
-        def save_async() -> None:
-            self.adapter.save_async(
-                None, request, is_segment_finished=kind == SEGMENT_END, new_token_ids=tokens
-            )
+            def save_async() -> None:
+                self.adapter.save_async(
+                    None, request, is_segment_finished=False, new_token_ids=tokens
+                )
 
-        self.call_save_async(save_async, self.system.view(step.state).get("saving") is not None)
+            self.call_save_async(save_async, split)
+            return
+        # Otherwise a scheduled step of the running request: the real
+        # update_from_output, which stops it for a segment end (resumable) or
+        # its end, and queues the save.
+        request.resumable = kind != TERMINAL
+        scheduler = scheduler_stand_in(
+            self.adapter, {request.request_id: request}, generation=False
+        )
+        self.call_save_async(
+            lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK), split
+        )
 
     def _step_tokens(self, step: SystemStep, ext: Hashable) -> tuple[int, ...]:
         """The scheduler step's new tokens (the processor's ``new_token_ids``) of a save.
@@ -353,8 +372,10 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
 
     def _do_next_segment(self, step: SystemStep, ext: Hashable) -> None:
         # A streaming update: _omni_segment_generation += 1 and a rebuilt prompt
-        # (MIX:196-204). Nothing reaches the adapter until the next save.
+        # (MIX:196-204), and the session is scheduled again. Nothing reaches the
+        # adapter until the next save.
         request = self.requests[ext]
+        request.status = self.classes.status.RUNNING
         request._omni_segment_generation = self._request_snapshot(step, ext).ends
         request.num_computed_tokens = 0
 

@@ -53,10 +53,11 @@ class ParkingPut:
 
     def before_lock(self) -> None:
         """Park the scheduler inside ``save_async``, after its late check and stamp and
-        before the sender lock (CTA:430-447), if the binding runs it on its scheduler baton."""
-        scheduler = getattr(self.binding, "scheduler_baton", None)
-        if scheduler is not None and getattr(self.binding, "park_before_lock", False):
-            scheduler.park("save_lock")
+        before the sender lock (CTA:430-447), if the binding runs it on its scheduler
+        baton; once per save."""
+        park = getattr(self.binding, "park_in_save", None)
+        if park is not None:
+            park()
 
     def after_send(self) -> None:
         """Park between a send that reached ``put`` and its ``finally``."""
@@ -194,14 +195,30 @@ def harnessed(base: type[Any]) -> type[Any]:
         def create_connector(cls, model_config: Any) -> Any:
             return model_config.statecore_connector
 
-        def _confirmed_num_computed_tokens(self, request: Any) -> int:
-            # Called by save_async between its stamp of _segment_generation
-            # and the sender lock (CTA:430-447): the scheduler may park here.
+        def save_async(self, *args: Any, **kwargs: Any) -> Any:
+            self._statecore_saving = True
+            try:
+                return super().save_async(*args, **kwargs)
+            finally:
+                self._statecore_saving = False
+
+        def _before_lock(self) -> None:
+            # Inside save_async, between its stamp of _segment_generation and
+            # the sender lock (CTA:430-447): the scheduler may park here.
             before_lock = getattr(self.connector, "before_lock", None)
-            if before_lock is not None:
+            if before_lock is not None and getattr(self, "_statecore_saving", False):
                 before_lock()
+
+        def _confirmed_num_computed_tokens(self, request: Any) -> int:
+            # save_async calls it when the scheduler passed no count (a chunk).
+            self._before_lock()
             confirmed: int = base._confirmed_num_computed_tokens(request)
             return confirmed
+
+        def _snapshot_processor_request(self, request: Any) -> Any:
+            # save_async calls it for every save when a processor is set.
+            self._before_lock()
+            return base._snapshot_processor_request(request)
 
         def _send_single_request_for_generation(self, *args: Any, **kwargs: Any) -> Any:
             # The connector may hold the save thread between the send and

@@ -9,6 +9,7 @@ and the fuzzer must find it.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,10 +124,11 @@ def _token_watermark_kept(cls: type[Any]) -> dict[str, Any]:
     save_async = cls.save_async
 
     def save_async_keeping_watermark(self: Any, *args: Any, **kwargs: Any) -> Any:
-        request = kwargs.get("request", args[1] if len(args) > 1 else None)
+        call = inspect.signature(save_async).bind(self, *args, **kwargs)
+        call.apply_defaults()
+        request, boundary = call.arguments["request"], call.arguments["is_segment_finished"]
         queued = len(self._pending_save_reqs)
         result = save_async(self, *args, **kwargs)
-        boundary = kwargs.get("is_segment_finished", False)
         if boundary and request is not None and len(self._pending_save_reqs) > queued:
             confirmed = self._confirmed_num_computed_tokens(request)
             self.requests_num_chunks_sent[request.external_req_id] = confirmed

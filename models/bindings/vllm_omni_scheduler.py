@@ -15,7 +15,10 @@ the model splits its step:
   resumes it. Where the scheduler is parked is compared after every step.
 * `scheduler_stand_in` builds the real ``OmniARScheduler`` or
   ``OmniGenerationScheduler`` whose ``finish_requests`` the binding's
-  ``abort`` runs.
+  ``abort`` runs, and `scheduler_step` runs the real
+  ``OmniARScheduler.update_from_output`` for one scheduled step of a request:
+  the call that stops the request (a segment end or its end) and queues its
+  save (ARS:389-790).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 from statecore.adapter import AdapterError, Baton
 from statecore.system import SystemStep
 
-__all__ = ["SchedulerPart", "scheduler_stand_in"]
+__all__ = ["SchedulerPart", "scheduler_stand_in", "scheduler_step"]
 
 
 class SchedulerPart:
@@ -36,7 +39,7 @@ class SchedulerPart:
     def reset_scheduler(self, timeout: float) -> None:
         """A scheduler baton with nothing parked (a new example)."""
         self.scheduler_baton = Baton(timeout)
-        self.park_before_lock = False  # read by the harness's hook in save_async
+        self.park_before_lock = False  # read by park_in_save, inside save_async
 
     def call_save_async(self, save_async: Callable[[], None], split: bool) -> None:
         """Run `save_async` to its end, or (`split`: the model stops the save at the
@@ -52,6 +55,13 @@ class SchedulerPart:
         if self.scheduler_baton.parked_at != "save_lock":
             self.scheduler_baton.result()
             raise AdapterError("vllm-omni: save_async did not reach the sender lock")
+
+    def park_in_save(self) -> None:
+        """Park the scheduler baton at the sender lock, once, if the save is split (the
+        harness's hook, called inside ``save_async`` before the lock)."""
+        if self.park_before_lock:
+            self.park_before_lock = False
+            self.scheduler_baton.park("save_lock")
 
     def _do_save_locked(self, step: SystemStep) -> None:
         """The rest of the parked ``save_async``, under the sender lock."""
@@ -71,10 +81,11 @@ def scheduler_stand_in(adapter: Any, requests: Mapping[str, Any], *, generation:
     """A real ``OmniARScheduler`` (or, with `generation`, ``OmniGenerationScheduler``) over
     `adapter`, built without its constructor, which needs a model and a KV cache.
 
-    It holds only the state its finish path reads: `requests` as its request map
-    (the running ones in ``running``), empty waiting queues (vLLM's own
-    ``RequestQueue``), and no KV connector, KV transfer, encoder cache or input
-    coordinator work to do. ``finish_requests`` then runs the real code:
+    It holds only the state its finish path and ``update_from_output`` read:
+    `requests` as its request map (the running ones in ``running``), empty
+    waiting queues (vLLM's own ``RequestQueue``), and no KV connector, KV
+    transfer, encoder cache, structured output, pooling decoder, metrics or
+    input coordinator work to do. ``finish_requests`` then runs the real code:
     ``OmniARScheduler.finish_requests`` (ARS:214-237), ``OmniSchedulerMixin.
     finish_requests`` (MIX:945-980: the adapter's ``finish_requests`` before
     vLLM's, then the queue realignment and purge) and vLLM's
@@ -109,6 +120,67 @@ def scheduler_stand_in(adapter: Any, requests: Mapping[str, Any], *, generation:
     scheduler._new_prompt_len_snapshot = {}
     scheduler._omni_kv_config = {}  # no KV transfer to the next stage
     scheduler.vllm_config = SimpleNamespace(
-        kv_transfer_config=None, model_config=SimpleNamespace(omni_kv_config=None)
+        kv_transfer_config=None, model_config=SimpleNamespace(omni_kv_config=None, stage_id=0)
     )
+    # What update_from_output reads besides (ARS:389-850, MIX's helpers).
+    scheduler.kv_cache_manager.estimate_cached_tokens = lambda request: 0
+    scheduler.kv_cache_manager.take_events = lambda: []
+    scheduler.max_model_len = UNBOUNDED
+    scheduler.perf_metrics = scheduler.kv_event_publisher = scheduler.kv_transfer_criteria = None
+    scheduler.log_stats = False
+    scheduler.structured_output_manager = SimpleNamespace(accept_tokens=lambda request, ids: True)
+    scheduler._pooling_output_decoder = scheduler._latest_omni_connector_output = None
+    scheduler._native_data_plane = False
+    scheduler._streaming_context_overflow = {}
+    scheduler._kv_wait_start_ts = {}
+    scheduler._pending_data_plane_terminal_req_ids = set()
+    scheduler.active_kv_transfers = set()
+    scheduler.transfer_triggered_requests = set()
+    scheduler.waiting_for_transfer_free = set()
+    scheduler.pending_stop_after_extraction = set()
+    scheduler.requests_needing_kv_transfer = {}
     return scheduler
+
+
+UNBOUNDED = 1 << 30
+"""A length limit no fuzzed request reaches: only `scheduler_step` stops a request."""
+
+
+def scheduler_step(scheduler: Any, request: Any, tokens: tuple[int, ...], *, stop: bool) -> None:
+    """One scheduled step of `request` through the real ``update_from_output``.
+
+    The step samples `tokens` and, unless it `stop`s the request, carries an
+    inter-stage payload, so the scheduler calls ``save_async`` for a chunk; a
+    `stop` makes the last token reach the request's ``max_tokens``, so vLLM's
+    ``check_stop`` ends it and the scheduler calls ``save_async`` for a segment
+    end (a ``resumable`` request: it parks, ``_handle_stopped_request``) or the
+    terminal (it is freed first, ``_free_request``), with the confirmed token
+    count and the boundary ``_omni_segment_generation`` it captured before the
+    stop. A stop samples at least one token, as a real one does (EOS).
+    ``num_in_flight_tokens`` is raised by the step's count first, as
+    ``schedule`` would, so the step settles it back.
+    """
+    import importlib
+
+    output_module = importlib.import_module("vllm.v1.core.sched.output")
+    runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
+    sampled = list(tokens) if tokens or not stop else [STOP_FILLER]
+    rid = request.request_id
+    scheduled = max(1, len(sampled))
+    request.num_in_flight_tokens += scheduled
+    request.max_tokens = request.num_output_tokens + len(sampled) if stop else UNBOUNDED
+    scheduler_output = output_module.SchedulerOutput.make_empty()
+    scheduler_output.num_scheduled_tokens[rid] = scheduled
+    scheduler_output.total_num_scheduled_tokens = scheduled
+    model_output = runner_output(
+        req_ids=[rid],
+        req_id_to_index={rid: 0},
+        sampled_token_ids=[sampled],
+        inter_stage_outputs=[None if stop else {"tokens": tuple(sampled)}],
+    )
+    scheduler.update_from_output(scheduler_output, model_output)
+
+
+STOP_FILLER = -1
+"""The token a stop samples when the model's save carries none (a save the adapter
+skips, so no processor sees it)."""
