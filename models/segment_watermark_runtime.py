@@ -201,7 +201,13 @@ def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Cou
         outcome = mark.fire("save", kind=kind, counter=counter, late=is_late, below=below)
     else:
         outcome = mark.fire_prepared(prepared)
-    return outcome, _applied(outcome, counts, payload)
+    # `_applied`, inlined: this is every save's path.
+    transition = outcome.transition
+    effect = None if transition is None else EFFECTS[transition.name]
+    if effect is None:
+        return outcome, counts
+    get = (effect(counts, payload) or _NO_CHANGES).get  # type: ignore[arg-type]
+    return outcome, _new_counts(Counts, (get("expected", counts[0]), get("sent", counts[1])))
 
 
 def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:

@@ -71,6 +71,7 @@ __all__ = [
     "Listener",
     "Memo",
     "Prepared",
+    "SerialInstance",
     "clear_memo",
     "impurity",
     "memo_size",
@@ -363,6 +364,54 @@ class Instance:
         return f"Instance({self._node.snapshot!r})"
 
 
+class SerialInstance(Instance):
+    """An `Instance` whose owner serialises every fire on it, for a hot path.
+
+    A call site that already holds a lock of its own around every fire of
+    an instance (the checked adapter's sender lock, say) pays for the
+    instance's lock twice. A `SerialInstance` is the same instance, the same
+    memo and the same steps, but a `fire_prepared` served from the memo takes
+    no lock: it looks the prepared event up in the current node's edges and
+    moves to the next node. Everything else is `Instance`'s: a step not in
+    the memo is computed under the instance's lock, ``fire`` locks, and under
+    `verify_memo` every fire takes the verified path. While a step is
+    computed the instance stands on a private node of its snapshot with no
+    edges, so a guard, effect or emitter that fires on it misses the memo
+    and raises `ReentrantFireError`, as it does on an `Instance`.
+
+    The contract: two fires on one `SerialInstance` never overlap (reads of
+    `state` and `snapshot` may). It takes no listeners: they are for
+    observers, which the owner's own call sites are not.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, machine: Machine, snapshot: Snapshot | None = None) -> None:
+        super().__init__(machine, snapshot)
+
+    def fire_prepared(self, prepared: Prepared) -> Outcome:
+        """`Instance.fire_prepared`, without the instance's lock when the memo has the step."""
+        entry = self._node.edges.get(prepared)
+        if entry is None:
+            return _fast_fire_prepared(self, prepared)
+        self._node = entry[1]
+        return entry[0]
+
+    def _step(self, node: _Node, event: str, payload: dict[str, Any]) -> tuple[Outcome, _Node]:
+        self._node = Node(node.snapshot, False)  # no edges: a fire from the step raises
+        try:
+            return Instance._step(self, node, event, payload)
+        finally:
+            self._node = node
+
+    def add_listener(self, listener: Listener) -> None:
+        """Refused: a `SerialInstance` calls no listeners (see the class doc)."""
+        raise TypeError(
+            f"machine {self.machine.name!r}: a SerialInstance takes no listeners; "
+            f"use an Instance where something else must hear its transitions"
+        )
+
+
 # -- memo verification ---------------------------------------------------------
 
 
@@ -452,6 +501,9 @@ def verify_memo(every: int) -> int:
     Instance.fire_prepared = (  # type: ignore[method-assign]
         Instance._fire_prepared_verified if every else _fast_fire_prepared
     )
+    SerialInstance.fire_prepared = (  # type: ignore[method-assign]
+        Instance._fire_prepared_verified if every else _serial_fire_prepared
+    )
     return previous
 
 
@@ -472,6 +524,7 @@ def _every_from_environment() -> int:
 
 _fast_fire = Instance.fire
 _fast_fire_prepared = Instance.fire_prepared
+_serial_fire_prepared = SerialInstance.fire_prepared
 verify_memo(_every_from_environment())
 
 

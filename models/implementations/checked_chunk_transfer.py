@@ -105,7 +105,7 @@ class CheckedSenderMixin:
 
     def __init__(self, vllm_config: Any) -> None:
         super().__init__(vllm_config)  # type: ignore[call-arg]
-        self._watermarks = Watermarks()
+        self._watermarks = Watermarks(self._sender_state_lock)
         self._segment_generation = self._watermarks.generations
         self.requests_num_chunks_sent = self._watermarks.tokens
         self.request_payload = GenerationPayloads()

@@ -29,14 +29,16 @@ module is tested without vLLM.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from statecore import Instance, Outcome, Prepared, prepare
+from statecore.runtime import SerialInstance
 
 from .. import segment_watermark_runtime as watermark
 from ..request_state_machines import request_state_machine
-from ..segment_watermark_runtime import ABSENT, Counts, presence_machine
+from ..segment_watermark_runtime import ABSENT, presence_machine
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
@@ -105,7 +107,7 @@ class SenderGeneration:
     """Fire `SAVE_TERMINAL`, `BEGIN`, `END` or `CLEANUP` (the save thread does, twice per chunk)."""
 
     def __init__(self, owner: str) -> None:
-        self.machine = Instance(SENDER_GENERATION)
+        self.machine = SerialInstance(SENDER_GENERATION)  # fired under the adapter's lock
         self.fire = self.machine.fire
         self.fire_prepared = self.machine.fire_prepared
         self.owner = owner  # the internal id of the request whose save opened it
@@ -153,66 +155,80 @@ class Watermarks:
     An id has an instance of the presence machine and its `Counts` from its
     first save until ``clear`` (`statecore.models.segment_watermark_runtime`
     says why the counts live beside the machine); absent, both watermarks
-    read as absent, as 0.30.0's popped dict entries do.
+    read as absent, as 0.30.0's popped dict entries do. The adapter holds
+    `lock` around ``save`` and ``clear``; ``rebuild_prompt``, which the
+    scheduler reaches without it, takes it. So every fire on an id's
+    instance is serialised, and the instance is a `SerialInstance`.
     """
 
-    __slots__ = ("_counts", "_marks", "generations", "tokens")
+    __slots__ = ("_marks", "generations", "lock", "tokens")
 
-    def __init__(self) -> None:
-        self._marks: dict[str, Instance] = {}
-        self._counts: dict[str, Counts] = {}
-        self.generations: Mapping[str, int] = _WatermarkView(self._counts, 0)
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self.lock = lock or threading.Lock()
+        self._marks: dict[str, _Mark] = {}
+        self.generations: Mapping[str, int] = _WatermarkView(self._marks, 0)
         """``_segment_generation``: the next segment generation a save may carry."""
-        self.tokens: Mapping[str, int] = _TokenView(self, self._counts)
+        self.tokens: Mapping[str, int] = _TokenView(self, self._marks)
         """``requests_num_chunks_sent``: the confirmed tokens already queued."""
 
     def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
         """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
         mark = self._marks.get(ext)
         if mark is None:
-            mark = self._marks[ext] = Instance(WATERMARK)
+            mark = self._marks[ext] = _Mark()
         payload = {
             "kind": kind,
             "generation": generation,
             "confirmed": confirmed,
             "counter": counter,
         }
-        outcome, self._counts[ext] = watermark.save(mark, self._counts.get(ext, ABSENT), payload)
+        outcome, mark.counts = watermark.save(mark.instance, mark.counts, payload)
         [output] = outcome.outputs
         return "admitted" if output.name == "admitted" else str(output.get("reason"))
 
     def rebuild_prompt(self, ext: str) -> None:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
-        mark = self._marks.get(ext)
-        if mark is not None:
-            _, self._counts[ext] = watermark.fire(mark, self._counts[ext], "rebuild_prompt")
+        with self.lock:
+            mark = self._marks.get(ext)
+            if mark is not None:
+                _, mark.counts = watermark.fire(mark.instance, mark.counts, "rebuild_prompt")
 
     def clear(self, ext: str) -> None:
         """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
         mark = self._marks.pop(ext, None)
         if mark is not None:
-            watermark.fire(mark, self._counts.pop(ext), "clear")
+            watermark.fire(mark.instance, mark.counts, "clear")
+
+
+class _Mark:
+    """One id's watermark: the presence machine's instance and the counts beside it."""
+
+    __slots__ = ("counts", "instance")
+
+    def __init__(self) -> None:
+        self.instance = SerialInstance(WATERMARK)
+        self.counts = ABSENT
 
 
 class _WatermarkView(Mapping[str, int]):
     """One watermark of every id (`Counts` field `index`), as the read-only dict 0.30.0 reads."""
 
-    __slots__ = ("_counts", "_index")
+    __slots__ = ("_index", "_marks")
 
-    def __init__(self, counts: dict[str, Counts], index: int) -> None:
-        self._counts = counts
+    def __init__(self, marks: dict[str, _Mark], index: int) -> None:
+        self._marks = marks
         self._index = index
 
     def __getitem__(self, ext: str) -> int:
-        counts = self._counts.get(ext)
-        value = None if counts is None else counts[self._index]
+        mark = self._marks.get(ext)
+        value = None if mark is None else mark.counts[self._index]
         if value is None:
             raise KeyError(ext)
         return value
 
     def __iter__(self) -> Iterator[str]:
         index = self._index
-        return iter([e for e, c in list(self._counts.items()) if c[index] is not None])
+        return iter([e for e, m in list(self._marks.items()) if m.counts[index] is not None])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -221,16 +237,16 @@ class _WatermarkView(Mapping[str, int]):
 class _TokenView(_WatermarkView):
     """``requests_num_chunks_sent``: read-only, but the scheduler may pop an entry."""
 
-    __slots__ = ("_marks",)
+    __slots__ = ("_owner",)
 
-    def __init__(self, marks: Watermarks, counts: dict[str, Counts]) -> None:
-        super().__init__(counts, 1)
-        self._marks = marks
+    def __init__(self, owner: Watermarks, marks: dict[str, _Mark]) -> None:
+        super().__init__(marks, 1)
+        self._owner = owner
 
     def pop(self, ext: str, default: Any = None) -> Any:
         """The scheduler rebuilt a prompt (MIX:202, MIX:313, AR:903): ``rebuild_prompt``."""
         value = self.get(ext, default)
-        self._marks.rebuild_prompt(ext)
+        self._owner.rebuild_prompt(ext)
         return value
 
 
