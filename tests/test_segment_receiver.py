@@ -20,9 +20,10 @@ import pytest
 from model_checks import assert_story, in_order, names, report_of
 from statecore.models import receiver as rx
 from statecore.models import segment as sg
+from statecore.models.segment_actions import ACTIVE
 
 from statecore.check.adequacy import adequacy
-from statecore.check.explore import HOLDS, VIOLATED, explore
+from statecore.check.explore import HOLDS, VIOLATED, explore, reachable
 from statecore.check.mutation import mutants
 from statecore.definition import Snapshot
 from statecore.registry import Target
@@ -69,6 +70,24 @@ def test_reference_holds_without_vacuity_and_covers_every_transition(target: Tar
     assert {r.verdict for r in report.results} == {HOLDS}
     for cov in report.coverage:
         assert not cov.never, (cov.component, cov.never)
+
+
+@pytest.mark.parametrize("name", ["segments", "segments_0_30_0"])
+def test_a_parked_session_always_has_an_active_sender(name: str) -> None:
+    # So a final update always finds the adapter owing a terminal
+    # (_adapter_owing_terminal, MIX:912-924) and end_parked is the whole of
+    # add_request here: its other path, vLLM's abort of a session no adapter owes a
+    # terminal (MIX:905-910), is left to stages that send nothing.
+    system = TARGETS[name].load()
+    parked = 0
+    for state in reachable(system):
+        assert isinstance(state, SystemState)
+        view = system.view(state)
+        request = view.snapshot("request", EXT)
+        if request is not None and request.state == "parked":
+            parked += 1
+            assert view.g.sender == ACTIVE, state
+    assert parked > 0
 
 
 @pytest.mark.parametrize("target", VARIANTS, ids=lambda t: t.name)

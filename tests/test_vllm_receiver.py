@@ -12,11 +12,14 @@ Needs the real stack (``tox -e vllm``); skipped without it.
     `vllm_omni_receiver_payloads`, the scheduler's cleanup paths) and its comparisons
     of the load entry, ``is_done_receiving_chunks`` and the request fields a commit
     writes reach: each is found by fuzzing;
-(e) directed runs of those shapes in lockstep.
+(e) directed runs of those shapes in lockstep;
+(f) the generation scheduler's own finish of an exhausted request, its real
+    ``update_from_output``, and a mutant of it that skips the adapter's cleanup.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -296,5 +299,55 @@ def test_an_empty_payload_taken_for_a_chunk_is_found_in_lockstep(
         with pytest.raises(AssertionError):
             run.do("get_return")  # an empty payload "committed": the registration popped
         assert "req0" not in run.binding.adapter._registered_load_entries
+    finally:
+        run.binding.teardown()
+
+
+# -- (f) the generation scheduler's own finish, through its real update_from_output ------
+
+GS = importlib.import_module(
+    "vllm_omni.core.sched.omni_generation_scheduler"
+).OmniGenerationScheduler
+
+
+def _exhausted(run: Lockstep) -> Lockstep:
+    """A data chunk, a segment end, the next segment and the upstream's terminal chunk."""
+    _commit(run)
+    _commit(run)
+    run.do("resume_segment", req=R)
+    _commit(run)
+    assert "req0" in run.binding.adapter.upstream_exhausted_requests
+    return run
+
+
+def test_the_generation_scheduler_finishes_an_exhausted_request_and_cleans_it_up(
+    run: Lockstep,
+) -> None:
+    _exhausted(run).do("cleanup", req=R)  # the first exhausted end: the scheduler's finish
+    adapter = run.binding.adapter
+    assert run.binding.request.status == REAL.status.FINISHED_STOPPED
+    assert "req0" not in adapter.upstream_exhausted_requests
+    assert "req0" not in adapter.get_req_chunk
+    assert run.binding.scheduler.requests == {}
+
+
+@pytest.mark.parametrize("unmutated", [False, True], ids=["mutant", "unmutated"])
+def test_the_finish_without_its_cleanup_is_found_in_lockstep(
+    unmutated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GS:714-717 deleted: the finished request's receiving state outlives it.
+    prefix = "delete-statement {}: self.chunk_transfer_adapter.cleanup("
+    if not unmutated:
+        mutant_id = source_mutant_id(GS, "update_from_output", prefix)
+        for name, replacement in source_mutant(GS, "update_from_output", mutant_id).items():
+            monkeypatch.setattr(GS, name, replacement)
+    run = Lockstep()
+    try:
+        _exhausted(run)
+        if unmutated:
+            run.do("cleanup", req=R)
+        else:
+            with pytest.raises(AssertionError):
+                run.do("cleanup", req=R)
     finally:
         run.binding.teardown()

@@ -13,9 +13,11 @@ role ``receiver``, in lockstep with `statecore.models.receiver`:
   request has no ``additional_information``, as a plain vLLM ``Request``);
   ``resume_segment``: the scheduler's ``segment_finished_requests.discard``
   when the next segment starts (MIX:825-838); ``cleanup``: one of the
-  scheduler's four ways of ending a request's receiving (`CLEANUPS`:
-  ``cleanup_receiver``, ``cleanup`` without an external id, ``finish_requests``
-  with the request and with it already freed); ``new_request``: a new request
+  schedulers' ways of ending a request's receiving (`CLEANUPS`:
+  ``cleanup_receiver``, ``cleanup`` with and without an external id,
+  ``finish_requests`` with the request and with it already freed; and, every
+  other time the upstream is exhausted, the generation scheduler's real
+  ``update_from_output`` finishing the request, GS:660-717); ``new_request``: a new request
   object under the same id, whose upstream starts a fresh stream;
 * ``get_start`` / ``get_start_empty``: one pass of ``recv_loop`` (BASE:52-82)
   over ``_pending_load_reqs``: each entry is polled with the real
@@ -68,11 +70,15 @@ from .vllm_omni_receiver_payloads import (
     payload,
 )
 from .vllm_omni_receiver_scheduler import ChunkScheduler
+from .vllm_omni_scheduler import generation_step, scheduler_stand_in
 
 __all__ = ["GenerationReceiverBinding", "ReceiverBinding"]
 
 STAGE = 1  # the receiving stage; its upstream is stage 0
 REQUEST_ID = "req0"
+
+EXHAUSTED = "exhausted"
+"""The ``receiver_state`` machine's state once the upstream's terminal chunk is committed."""
 
 MISSES = ("none", "raise", "empty")
 """How ``connector.get`` says a key holds nothing yet, taken in turn: None, an
@@ -90,7 +96,9 @@ CLEANUPS = (
 """How the scheduler ends a request's receiving, by the incarnation and the chunks it
 committed (so each is met), each followed by vLLM freeing the request:
 ``cleanup_receiver(id)`` (the AR scheduler's failed loads), ``cleanup(id, ext)`` (the
-generation scheduler's finish), ``cleanup(id)`` for a request without an external id
+generation scheduler's for a failed KV load, GS:800-805; its finish of an exhausted
+request is its real ``update_from_output``, `generation_step`, every other time the
+model ends one), ``cleanup(id)`` for a request without an external id
 (CTA:1045-1064: looked up in ``request_ids_mapping``), ``finish_requests(id,
 FINISHED_ABORTED, requests)`` (the mixin's finish path, between steps),
 ``finish_requests({id}, FINISHED_ERROR, requests)`` between
@@ -176,6 +184,7 @@ class ReceiverBinding(Adapter):
         self.entries: list[object] = []  # every _LoadEntry seen, in order: its generation
         self.polling: Any = None  # the entry whose poll is parked in connector.get
         self.incarnation = 1  # the request object's incarnation of REQUEST_ID
+        self.exhausted_ends = 0  # cleanups of an exhausted request: every other one finishes
         self.cleaned = False  # its receiving was ended: its fields are no longer compared
         self.before: SystemState | None = None  # the model state the step started from
         self.scheduler: Any = None  # the stage's ChunkScheduler
@@ -197,7 +206,7 @@ class ReceiverBinding(Adapter):
         # What the constructor makes of model_config.active_stream_window (CTA:152-157).
         self.adapter._active_window = self.active_stream_window
         self.tensor = importlib.import_module("torch").tensor
-        self.incarnation, self.cleaned = 1, False
+        self.incarnation, self.cleaned, self.exhausted_ends = 1, False, 0
         self.scheduler = ChunkScheduler(
             self.adapter, self.classes.status, ships_cached_payloads=self.worker_type == "ar"
         )
@@ -254,6 +263,10 @@ class ReceiverBinding(Adapter):
         state = self.system.view(self.before).snapshot("receiver", req)
         assert state is not None  # the model cleans a live incarnation up
         how = CLEANUPS[(3 * self.incarnation + state.chunk) % len(CLEANUPS)]
+        if state.state == EXHAUSTED:
+            self.exhausted_ends += 1
+            if self.exhausted_ends % 2:
+                how = "generation_finish"
         self.cleaned = True
         adapter, scheduler, status = self.adapter, self.scheduler, self.classes.status
         request, requests = self.request, scheduler.requests
@@ -261,6 +274,10 @@ class ReceiverBinding(Adapter):
             adapter.cleanup_receiver(REQUEST_ID)
         elif how == "cleanup":
             adapter.cleanup(REQUEST_ID, request.external_req_id)
+        elif how == "generation_finish":
+            # The generation scheduler's own finish of a request whose upstream
+            # is done: its update_from_output frees it and cleans it up.
+            generation_step(scheduler_stand_in(adapter, requests, generation=True), request)
         elif how == "cleanup_no_external":
             adapter.cleanup(REQUEST_ID)
         elif how == "finish_requests":

@@ -30,7 +30,7 @@ from typing import Any
 from statecore.adapter import AdapterError, Baton
 from statecore.system import SystemStep
 
-__all__ = ["SchedulerPart", "scheduler_stand_in", "scheduler_step"]
+__all__ = ["SchedulerPart", "generation_step", "scheduler_stand_in", "scheduler_step"]
 
 
 class SchedulerPart:
@@ -139,6 +139,8 @@ def scheduler_stand_in(adapter: Any, requests: Mapping[str, Any], *, generation:
     scheduler.waiting_for_transfer_free = set()
     scheduler.pending_stop_after_extraction = set()
     scheduler.requests_needing_kv_transfer = {}
+    scheduler._pending_finish_reqs = []
+    scheduler._retains_state_across_chunks = False
     return scheduler
 
 
@@ -178,6 +180,30 @@ def scheduler_step(scheduler: Any, request: Any, tokens: tuple[int, ...], *, sto
         sampled_token_ids=[sampled],
         inter_stage_outputs=[None if stop else {"tokens": tuple(sampled)}],
     )
+    scheduler.update_from_output(scheduler_output, model_output)
+
+
+def generation_step(scheduler: Any, request: Any) -> None:
+    """One scheduled step of `request` through the real generation scheduler's
+    ``update_from_output``, its prompt computed to the end.
+
+    The generation scheduler stops a one-shot request once its upstream is done
+    (the adapter's ``is_done_receiving_chunks``) and its prompt is computed
+    (GS:660-676): it frees it and calls the adapter's ``cleanup(id, ext)``
+    (GS:711-717). No tokens are sampled; ``num_in_flight_tokens`` is raised as
+    ``schedule`` would.
+    """
+    import importlib
+
+    output_module = importlib.import_module("vllm.v1.core.sched.output")
+    runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
+    rid = request.request_id
+    request.num_computed_tokens = len(request.prompt_token_ids)
+    request.num_in_flight_tokens += 1
+    scheduler_output = output_module.SchedulerOutput.make_empty()
+    scheduler_output.num_scheduled_tokens[rid] = 1
+    scheduler_output.total_num_scheduled_tokens = 1
+    model_output = runner_output(req_ids=[rid], req_id_to_index={rid: 0}, sampled_token_ids=[])
     scheduler.update_from_output(scheduler_output, model_output)
 
 
