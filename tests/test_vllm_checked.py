@@ -6,12 +6,15 @@ Needs the real stack (``tox -e vllm``); skipped without it.
     reference model: where 0.30.0 has a finding, the checked adapter does
     what the spec asks;
 (b) fuzzing: no finding and no mismatch, with only the connector keys known
-    (`vllm_omni_checked.KNOWN`: 0.30.0's key protocol, which the sender alone
-    cannot change); the same binding on the unmodified 0.30.0 adapter fails at
-    once (the binding can tell them apart);
+    (`vllm_omni_checked.KNOWN`: 0.30.0's key protocol, which needs an instance
+    id both stages' requests carry); the same binding on the unmodified 0.30.0
+    adapter fails at once (the binding can tell them apart);
 (c) mutation check: each reference behaviour of the subclass, undone at one
     point, is found;
-(d) `install` and `fail_failed_chunk_sends`, the way to run vLLM-Omni with it.
+(d) the reference ``segments``: a graceful finish still sends what was queued
+    before the terminal (fuzzed with nothing known; the rule undone is found);
+(e) `install` and `fail_failed_chunk_sends`, the way to run vLLM-Omni with it;
+(f) the overhead benchmark.
 """
 
 from __future__ import annotations
@@ -234,7 +237,7 @@ def test_a_reference_behaviour_undone_is_found(name: str, monkeypatch: pytest.Mo
     print(f"\n{name}: {report.finding.kind} {report.finding.property_id}")
 
 
-# -- the segments reference: a graceful finish still sends what was queued before the terminal
+# -- (d) the segments reference: a graceful finish still sends what was queued before its terminal
 
 
 SEGMENTS = fuzz_system_segments()
@@ -289,7 +292,7 @@ def test_an_abort_still_cancels_the_queued_chunks(run: Lockstep) -> None:
     assert token.state == "draining" and len(run.adapter._pending_save_reqs) == 1
 
 
-# -- (d) running vLLM-Omni with it ------------------------------------------------------------
+# -- (e) running vLLM-Omni with it ------------------------------------------------------------
 
 
 def test_install_makes_the_scheduler_build_the_checked_adapter(
@@ -321,7 +324,7 @@ def test_the_sweep_fails_only_requests_still_scheduled(run: Lockstep) -> None:
     assert finished == [] and run.adapter._send_failures == {}
 
 
-# -- (e) the overhead benchmark -------------------------------------------------------------------
+# -- (f) the overhead benchmark -------------------------------------------------------------------
 
 
 def benchmark(*arguments: str) -> str:

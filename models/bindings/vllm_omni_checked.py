@@ -57,9 +57,10 @@ __all__ = [
 KNOWN: Mapping[str, str] = {
     "no_unread_overwrite": (
         "the checked adapter keeps 0.30.0's connector keys, '{ext}_{stage}_{chunk}' from "
-        "chunk 0 for each request (CTA:777-778): the reference's keys also name the request "
-        "instance, which the receiving stage's keys (CTA:504-505) must then name too, a "
-        "change to both stages' key protocol that the sender alone cannot make"
+        "chunk 0 for each request (CTA:778): the reference's keys also name the request "
+        "instance, which the receiving stage's keys (CTA:505) must then name too, and the "
+        "two stages' requests share no per-instance value to name it by (the orchestrator "
+        "gives the next stage's request the user-facing id only); docs/vllm-omni.md says why"
     ),
 }
 """The one reference behaviour the checked adapter leaves out, with the reason."""

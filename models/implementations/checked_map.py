@@ -55,7 +55,8 @@ FIRED_BY: Mapping[tuple[str, str], Site] = {
         "CheckedSenderMixin.cleanup_sender",
         ("finish_requests",),
         "CTA:977-1012 cleanup_sender's flags (also reached from 0.30.0's cleanup(), "
-        "which a successful terminal put calls)",
+        "which a successful terminal put calls; a graceful finish with the terminal queued "
+        "leaves it to the terminal's finally in _send_single_request)",
     ),
     ("segment_watermark", "save"): Site(
         "Watermarks.save",
