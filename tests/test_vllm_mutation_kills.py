@@ -1,4 +1,6 @@
-"""Survivors of ``statecore mutate`` on the real adapter, each now caught by a comparison.
+"""Survivors of ``statecore mutate`` on the real adapter, each now caught by a comparison;
+and single-point mutants of the scheduler step that queues the saves
+(``OmniARScheduler.update_from_output``), each caught in lockstep.
 
 Each test puts one single-point mutant (`statecore.fuzzing.source_mutants`) of
 vLLM-Omni 0.30.0's ``OmniChunkTransferAdapter`` in the real class, walks the
@@ -14,6 +16,7 @@ Needs the real stack (``tox -e vllm``); skipped without it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -21,9 +24,10 @@ import pytest
 pytest.importorskip("vllm_omni")
 
 from statecore.models.bindings.vllm_omni import FREED_REQUEST
-from statecore.models.bindings.vllm_omni_mutants import source_mutant
+from statecore.models.bindings.vllm_omni_mutants import source_mutant, source_mutant_id
 from test_vllm_adapter import CTA_FILE, EXT0, REAL, Lockstep
 
+from statecore.adapter import AdapterError
 from statecore.fuzzing.source_mutants import source_mutants
 
 FINISH = "finish_requests"
@@ -173,6 +177,82 @@ def test_a_survivor_is_now_caught(
             walk(run)
         else:
             with pytest.raises(raises[0], match=raises[1]):
+                walk(run)
+    finally:
+        run.close()
+
+
+# -- the scheduler step that queues the saves: OmniARScheduler.update_from_output --------
+
+ARS = importlib.import_module("vllm_omni.core.sched.omni_ar_scheduler").OmniARScheduler
+
+
+def stop_with_update_queued(run: Lockstep) -> None:
+    """Two segment ends, the second with the next segment's update already queued."""
+    sent(run.do("new_request", ext=EXT0), "save_segment_end").do("next_segment", ext=EXT0)
+    run.do("save_segment_end", ext=EXT0)
+
+
+def test_a_stop_applies_a_queued_update_and_the_save_keeps_the_captured_generation(
+    run: Lockstep,
+) -> None:
+    stop_with_update_queued(run)
+    request = run.binding.requests[EXT0]
+    assert request.status == REAL.status.WAITING  # resumed by the stop itself
+    assert request._omni_segment_generation == 2  # moved on before save_async ran
+    (task,) = run.binding.adapter._pending_save_reqs
+    assert task["is_segment_finished"] and task["segment_generation"] == 1
+
+
+def terminal_saved(run: Lockstep) -> None:
+    """A request's end: update_from_output frees it, then queues its terminal."""
+    run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
+
+
+SCHEDULER_KILLS: tuple[tuple[str, Callable[[Lockstep], None]], ...] = (
+    # the boundary generation captured before the stop, and passed on
+    (
+        'delete-statement {}: save_kwargs["segment_generation"] = boundary_generation',
+        stop_with_update_queued,
+    ),
+    ("delete-statement {}: boundary_generation = int(", stop_with_update_queued),
+    ("negate-condition {}: if is_segment_finished:", stop_with_update_queued),
+    # a stop of a resumable request is a segment end; of another, the terminal
+    ("drop-not {}: is_segment_finished = not finished", stop_with_update_queued),
+    ("delete-statement {}: finished = self._handle_stopped_request(request)", terminal_saved),
+    # the save is queued for a payload, a segment end or the end
+    (
+        "swap-and-or {}: inter_stage_output is not None or is_segment_finished or finished",
+        terminal_saved,
+    ),
+    ("delete-statement {}: self.chunk_transfer_adapter.save_async(", terminal_saved),
+)
+"""(mutant id prefix with ``{}`` for ``OmniARScheduler.update_from_output``, the walk to
+where it differs): each reaches the adapter through the arguments of ``save_async``."""
+
+
+@pytest.mark.parametrize("unmutated", [False, True], ids=["mutant", "unmutated"])
+@pytest.mark.parametrize(
+    ("prefix", "walk"),
+    SCHEDULER_KILLS,
+    ids=[f"{p.split()[0]}-{i}" for i, (p, _) in enumerate(SCHEDULER_KILLS)],
+)
+def test_a_scheduler_mutant_is_caught(
+    prefix: str,
+    walk: Callable[[Lockstep], None],
+    unmutated: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = source_mutant_id(ARS, "update_from_output", prefix)
+    if not unmutated:
+        for name, replacement in source_mutant(ARS, "update_from_output", found).items():
+            monkeypatch.setattr(ARS, name, replacement)
+    run = Lockstep()
+    try:
+        if unmutated:
+            walk(run)
+        else:
+            with pytest.raises((AssertionError, AdapterError)):
                 walk(run)
     finally:
         run.close()

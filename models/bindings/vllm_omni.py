@@ -106,6 +106,7 @@ for the process.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import replace
 from types import SimpleNamespace
@@ -146,7 +147,12 @@ from .vllm_omni_harness import (
 from .vllm_omni_known import KNOWN_0_30_0
 from .vllm_omni_mutants import MUTANTS, Mutant
 from .vllm_omni_processor import ProcessorFailure, ProcessorPart, step_tokens
-from .vllm_omni_scheduler import SchedulerPart, scheduler_stand_in, scheduler_step
+from .vllm_omni_scheduler import (
+    SchedulerPart,
+    scheduler_stand_in,
+    scheduler_step,
+    streaming_update,
+)
 
 __all__ = [
     "ADAPTERS",
@@ -236,6 +242,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.requests: dict[Hashable, Any] = {}
         self.by_id: dict[str, Any] = {}  # every request made, by internal id
         self.aborts = 0
+        self.segment_ends = 0  # every other one meets the next segment's update queued
         self.tokens: dict[str, list[object]] = {}
         self.before: SystemState | None = None  # the model state the step started from
         self.flight: Mapping[str, Any] | None = None
@@ -256,6 +263,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.requests = {}
         self.by_id = {}
         self.aborts = 0
+        self.segment_ends = 0  # every other one meets the next segment's update queued
         self.tokens = {}
         self.flight = None
         self.put_tasks = []
@@ -340,6 +348,14 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         # update_from_output, which stops it for a segment end (resumable) or
         # its end, and queues the save.
         request.resumable = kind != TERMINAL
+        if kind == SEGMENT_END:
+            self.segment_ends += 1
+            if self.segment_ends % 2 == 0:
+                # The next segment's update arrived before this stop: the stop
+                # applies it (_update_request_as_session: the counter moves on
+                # before save_async), so the save must carry the generation the
+                # scheduler captured first (ARS:665-669, 775-776).
+                request.streaming_queue = deque([streaming_update(request)])
         scheduler = scheduler_stand_in(
             self.adapter, {request.request_id: request}, generation=False
         )

@@ -23,6 +23,7 @@ the model splits its step:
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +31,13 @@ from typing import Any
 from statecore.adapter import AdapterError, Baton
 from statecore.system import SystemStep
 
-__all__ = ["SchedulerPart", "generation_step", "scheduler_stand_in", "scheduler_step"]
+__all__ = [
+    "SchedulerPart",
+    "generation_step",
+    "scheduler_stand_in",
+    "scheduler_step",
+    "streaming_update",
+]
 
 
 class SchedulerPart:
@@ -91,8 +98,6 @@ def scheduler_stand_in(adapter: Any, requests: Mapping[str, Any], *, generation:
     vLLM's, then the queue realignment and purge) and vLLM's
     ``Scheduler.finish_requests`` with Omni's ``_free_request``.
     """
-    import importlib
-
     queues = importlib.import_module("vllm.v1.core.sched.request_queue")
     module = GENERATION_SCHEDULER_MODULE if generation else AR_SCHEDULER_MODULE
     name = "OmniGenerationScheduler" if generation else "OmniARScheduler"
@@ -162,8 +167,6 @@ def scheduler_step(scheduler: Any, request: Any, tokens: tuple[int, ...], *, sto
     ``num_in_flight_tokens`` is raised by the step's count first, as
     ``schedule`` would, so the step settles it back.
     """
-    import importlib
-
     output_module = importlib.import_module("vllm.v1.core.sched.output")
     runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
     sampled = list(tokens) if tokens or not stop else [STOP_FILLER]
@@ -193,8 +196,6 @@ def generation_step(scheduler: Any, request: Any) -> None:
     (GS:711-717). No tokens are sampled; ``num_in_flight_tokens`` is raised as
     ``schedule`` would.
     """
-    import importlib
-
     output_module = importlib.import_module("vllm.v1.core.sched.output")
     runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
     rid = request.request_id
@@ -205,6 +206,18 @@ def generation_step(scheduler: Any, request: Any) -> None:
     scheduler_output.total_num_scheduled_tokens = 1
     model_output = runner_output(req_ids=[rid], req_id_to_index={rid: 0}, sampled_token_ids=[])
     scheduler.update_from_output(scheduler_output, model_output)
+
+
+def streaming_update(request: Any) -> Any:
+    """vLLM's ``StreamingUpdate`` continuing `request` (one more prompt token)."""
+    update = importlib.import_module("vllm.v1.request").StreamingUpdate
+    return update(
+        mm_features=None,
+        prompt_token_ids=[0],
+        max_tokens=UNBOUNDED,
+        arrival_time=request.arrival_time,
+        sampling_params=request.sampling_params,
+    )
 
 
 STOP_FILLER = -1
