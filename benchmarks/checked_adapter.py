@@ -19,13 +19,17 @@ Two measurements (needs the real stack: ``tox -e vllm`` or
   cycle executes, counted by the interpreter's tracer. Unlike CPU time, the
   count does not move with the machine's load, so it tells a change of the
   code from noise; it leaves out time spent in C (``torch.tensor``, locks).
+* **Where they run** (``--breakdown``): the same count by place: the adapter's
+  own methods (0.30.0's, or the overrides), the watermark's runtime form, the
+  checked sender's holders of the machines (`checked_sender`), the runtime's
+  fires and instances, and what both share (the workload, vLLM, the stdlib).
 * **Soak** (``--soak``): ``statecore fuzz chunk_transfer --adapter
   vllm-omni-checked`` for ``--seeds`` seeds of ``--budget`` seconds each, and
   the findings of each (the binding's one known finding, 0.30.0's connector
   keys, allowed: ``vllm_omni_checked.KNOWN``).
 
 Run: ``python benchmarks/checked_adapter.py [--cycles N] [--repeat R] [--connector shm]
-[--instructions]``
+[--instructions | --breakdown]``
 and ``python benchmarks/checked_adapter.py --soak [--seeds 10] [--budget 60]``.
 """
 
@@ -251,14 +255,43 @@ def instructions(cycles: int) -> None:
 
 def counted(base: type[Any], run: Callable[[Any, int], None], cycles: int) -> float:
     """Instructions per cycle of `run` on an adapter of class `base` (after a warm-up round)."""
-    run(build(base), cycles)  # fills the memo, as a running server's is
+    return sum(by_place(base, run, cycles).values())
+
+
+PLACES = {
+    "statecore/runtime.py": "runtime: fires",
+    "statecore/memo.py": "runtime: fires",
+    "statecore/semantics.py": "runtime: fires",
+    "weakref.py": "runtime: fires",
+    "models/segment_watermark_runtime.py": "watermark",
+    "models/segment_watermark.py": "watermark",
+    "implementations/checked_sender.py": "machine holders",
+    "implementations/checked_chunk_transfer.py": "adapter",
+    "transfer_adapter/chunk_transfer_adapter.py": "adapter",
+}
+"""Where an instruction runs, by the end of its file's path (anything else: "shared")."""
+
+
+def place_of(filename: str) -> str:
+    return next((p for end, p in PLACES.items() if filename.endswith(end)), "shared")
+
+
+def by_place(base: type[Any], run: Callable[[Any, int], None], cycles: int) -> dict[str, float]:
+    """Instructions per cycle of `run` on an adapter of class `base`, by `place_of`.
+
+    A warm-up round first fills the memo, as a running server's is.
+    """
+    run(build(base), cycles)
     adapter = build(base)
-    count = 0
+    counts: dict[str, int] = {}
+    places: dict[str, str] = {}
 
     def trace(frame: FrameType, event: str, arg: object) -> Any:
-        nonlocal count
         frame.f_trace_opcodes = True
-        count += event == "opcode"
+        if event == "opcode":
+            filename = frame.f_code.co_filename
+            place = places.get(filename) or places.setdefault(filename, place_of(filename))
+            counts[place] = counts.get(place, 0) + 1
         return trace
 
     sys.settrace(trace)
@@ -267,7 +300,23 @@ def counted(base: type[Any], run: Callable[[Any, int], None], cycles: int) -> fl
     finally:
         sys.settrace(None)
     adapter.shutdown()
-    return count / cycles
+    return {place: n / cycles for place, n in counts.items()}
+
+
+def breakdown(cycles: int) -> None:
+    """Where each workload's instructions run, 0.30.0 and checked side by side."""
+    classes = real_classes()
+    released, checked = classes.adapter, checked_adapter_class(classes.adapter)
+    order = ["adapter", "watermark", "machine holders", "runtime: fires", "shared"]
+    print(f"Python instructions per cycle by place, over {cycles:,} cycles")
+    for name, (run, _saves) in WORKLOADS.items():
+        base_n, checked_n = (by_place(cls, run, cycles) for cls in (released, checked))
+        print(f"{name}")
+        for place in order:
+            b, c = base_n.get(place, 0.0), checked_n.get(place, 0.0)
+            print(f"  {place:<20}{b:>10.0f}{c:>10.0f}{c - b:>+10.0f}")
+        b, c = sum(base_n.values()), sum(checked_n.values())
+        print(f"  {'total':<20}{b:>10.0f}{c:>10.0f}{c - b:>+10.0f}")
 
 
 def soak(seeds: int, budget: float) -> None:
@@ -302,12 +351,17 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count bytecode instructions per cycle"
     )
+    parser.add_argument(
+        "--breakdown", action="store_true", help="instructions per cycle by where they run"
+    )
     parser.add_argument("--soak", action="store_true", help="fuzz seeds instead of timing")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=float, default=60.0)
     args = parser.parse_args()
     if args.soak:
         soak(args.seeds, args.budget)
+    elif args.breakdown:
+        breakdown(args.cycles)
     elif args.instructions:
         instructions(args.cycles)
     else:

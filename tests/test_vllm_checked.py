@@ -364,3 +364,22 @@ def test_the_benchmark_on_shared_memory_leaves_no_segment_behind() -> None:
     rows = table(benchmark("--connector", "shm", "--repeat", "1", "--cycles", "3"))
     assert len(rows) == 3 and all(len(row) == 4 and min(row) > 0 for row in rows.values())
     assert set(os.listdir("/dev/shm")) <= before
+
+
+def test_the_breakdown_puts_every_extra_instruction_of_the_checked_adapter_in_a_place() -> None:
+    rows: dict[str, dict[str, tuple[float, float, float]]] = {}
+    workload = ""
+    for line in benchmark("--breakdown", "--cycles", "5").splitlines():
+        if line in ("streaming chunk", "segment end + chunk", "whole request"):
+            workload = line
+            rows[workload] = {}
+        elif line.startswith("  ") and workload:
+            *place, released, checked, extra = line.split()
+            rows[workload][" ".join(place)] = (float(released), float(checked), float(extra))
+    assert set(rows) == {"streaming chunk", "segment end + chunk", "whole request"}
+    for places in rows.values():
+        total = places.pop("total")
+        assert sum(r[0] for r in places.values()) == pytest.approx(total[0], abs=len(places))
+        assert sum(r[1] for r in places.values()) == pytest.approx(total[1], abs=len(places))
+        for place in ("watermark", "machine holders", "runtime: fires"):
+            assert places[place][0] == 0 < places[place][1]  # only the checked adapter runs them
