@@ -253,6 +253,7 @@ def test_ending_a_parked_session_sends_its_queued_segment_end() -> None:
         run.do("end_parked", ext=ext)
         token = run.binding.adapter._sender_tokens["ext0"]
         assert token.retired and token.cleanup_owed and token.state == "terminal_pending"
+        assert not run.binding.adapter.has_active_sender("ext0")  # no terminal owed any more
         run.do("send")
         assert token.state == "terminal_pending"  # the segment end went out
         run.do("send")  # the terminal's put, then its finally fires the owed cleanup

@@ -172,6 +172,13 @@ class CheckedSenderMixin:
         with self._save_cond:
             self._save_cond.notify()
 
+    def has_active_sender(self, external_req_id: str) -> bool:
+        """CTA:359-368: a generation that takes saves (not retired: cancelled, or its
+        cleanup owed to the queued terminal by a graceful finish)."""
+        with self._sender_state_lock:
+            token = self._sender_tokens.get(external_req_id)
+            return token is not None and not token.retired
+
     # -- the save thread (CTA:684-909) ------------------------------------------------
 
     def _send_single_request(self, task: dict[str, Any]) -> None:
