@@ -176,6 +176,18 @@ def test_a_surviving_mutant_fails_the_run_and_is_listed_to_triage() -> None:
     assert digest(module_file(MODULE)) == before
 
 
+def test_lines_keeps_only_the_mutants_of_a_block() -> None:
+    mutant = next(m for m in source_mutants(module_file(MODULE), ["cleanup"]) if m.id == KILLABLE)
+    span = f"{mutant.line}-{mutant.line}"
+    code, out, err = run(*BASE, "--functions", "cleanup,open", "--lines", span, "--json")
+    assert code == 0, out + err
+    report = json.loads(out)
+    assert report["mutants"] and {m["where"].rsplit(":", 1)[1] for m in report["mutants"]} == {
+        str(mutant.line)
+    }
+    assert KILLABLE in {m["id"] for m in report["mutants"]}
+
+
 def test_a_module_imported_before_any_adapter_code_cannot_be_mutated() -> None:
     code, _, err = run(*BASE, "--module", "json", "--functions", "dumps")
     assert code == 2
@@ -192,6 +204,12 @@ def test_a_module_imported_before_any_adapter_code_cannot_be_mutated() -> None:
         (["--functions", "open", "--jobs", "0"], "--jobs 0"),
         (["--functions", "open", "--also", "segments"], "--also segments: give a target and"),
         (["--functions", "open", "--also", "nowhere:x"], "nowhere"),
+        (["--functions", "open", "--lines", "12"], "--lines 12: give a line range"),
+        (
+            ["--functions", "open", "--lines", "9-3"],
+            "first line is after the last; try --lines 3-9",
+        ),
+        (["--functions", "open", "--lines", "1-2"], "--lines 1-2: no mutant of open there"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str) -> None:

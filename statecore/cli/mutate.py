@@ -73,6 +73,13 @@ def add_mutate_parser(sub: Any) -> None:
         help="only the mutants whose id contains TEXT (repeatable)",
     )
     p.add_argument(
+        "--lines",
+        action="append",
+        default=[],
+        metavar="FIRST-LAST",
+        help="only the mutants on lines FIRST to LAST of the module (repeatable)",
+    )
+    p.add_argument(
         "--also",
         action="append",
         default=[],
@@ -98,6 +105,22 @@ def also_pairs(values: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def line_ranges(values: list[str]) -> list[tuple[int, int]]:
+    """``FIRST-LAST`` values as (first, last) line ranges; a malformed one is a usage error."""
+    ranges = []
+    for value in values:
+        first, dash, last = value.partition("-")
+        if not (dash and first.strip().isdigit() and last.strip().isdigit()):
+            raise UsageError(f"--lines {value}: give a line range, e.g. --lines 640-790")
+        a, b = int(first), int(last)
+        if a > b:
+            raise UsageError(
+                f"--lines {value}: the first line is after the last; try --lines {b}-{a}"
+            )
+        ranges.append((a, b))
+    return ranges
+
+
 def default_equivalents() -> Path:
     """The equivalents file bundled with the models."""
     import importlib
@@ -119,6 +142,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     if args.equivalents is not None and not args.equivalents.is_file():
         raise UsageError(f"--equivalents {args.equivalents}: no such file")
     also = also_pairs(args.also)
+    lines = line_ranges(args.lines)
     # What importing the adapter and the module prints goes to stderr: stdout is the report.
     with contextlib.redirect_stdout(sys.stderr):
         resolve_target(args.target)
@@ -126,7 +150,13 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         for target, adapter in also:
             resolve_target(target)
             resolve_adapter_guarded(target, adapter)
-        source_mutants(module_file(args.module), functions)  # an unknown function fails here
+        found = source_mutants(module_file(args.module), functions)  # an unknown one fails
+    if lines and not any(a <= m.line <= b for m in found for a, b in lines):
+        spans = ", ".join(f"{a}-{b}" for a, b in lines)
+        raise UsageError(
+            f"--lines {spans}: no mutant of {args.functions} there; its mutants are on lines "
+            f"{min(m.line for m in found)}-{max(m.line for m in found)}"
+        )
     equivalents = load_equivalents(
         args.equivalents or default_equivalents(), args.target, args.module
     )
@@ -153,6 +183,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         only=args.only,
         on_result=progress,
         also=also,
+        lines=lines,
     )
     for stale in report.stale:
         print(

@@ -197,13 +197,15 @@ def mutate(
     on_result: Callable[[int, int, MutantResult], None] | None = None,
     fork: bool = True,
     also: Sequence[tuple[str, str]] = (),
+    lines: Sequence[tuple[int, int]] = (),
 ) -> MutationReport:
     """Fuzz every mutant of `functions` of `module` through `adapter` against `target`.
 
     Each mutant runs in its own process with `budget` seconds (and/or
     `max_examples` search examples) of fuzzing; `jobs` processes run at
     once. `equivalents` maps mutant ids to the reason they are equivalent;
-    `only` keeps the mutants whose id contains one of its strings. `on_result`
+    `only` keeps the mutants whose id contains one of its strings, `lines` those
+    on a line of one of its (first, last) ranges (a block of a long function). `on_result`
     is called with (done, total, result) as each mutant finishes. `also` names
     more (target, adapter) pairs that drive the same module: a mutant the first
     fuzz leaves alive is fuzzed through each in turn, with the same budget, and
@@ -216,6 +218,8 @@ def mutate(
     mutants = source_mutants(filename, functions)
     if only:
         mutants = tuple(m for m in mutants if any(s in m.id for s in only))
+    if lines:
+        mutants = tuple(m for m in mutants if any(a <= m.line <= b for a, b in lines))
     declared = dict(equivalents or {})
     request = {
         "target": target,
