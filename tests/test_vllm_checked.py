@@ -265,6 +265,31 @@ def test_ending_a_parked_session_sends_its_queued_segment_end() -> None:
         run.binding.teardown()
 
 
+class _FailingPut:
+    busy = False
+
+    def park(self, point: str) -> str:
+        return "false"
+
+
+def test_a_graceful_finish_whose_terminal_put_fails_still_reclaims_the_generation() -> None:
+    """The owed cleanup is fired in the terminal's finally whatever its put did."""
+    run = Lockstep(SEGMENTS, CheckedSegmentsBinding)
+    try:
+        ext = SEGMENT_EXT
+        run.do("arrive", ext=ext, counter=False).do("segment_end", ext=ext)
+        run.do("end_parked", ext=ext).do("send")
+        adapter = run.binding.adapter
+        token = adapter._sender_tokens["ext0"]
+        run.binding.baton = _FailingPut()
+        run.binding._do_send(None)  # the terminal, outside the model: its put fails
+        assert token.state == "reclaimed" and adapter._sender_tokens == {}
+        assert "ext0" not in adapter._segment_generation
+        assert set(adapter._send_failures) == {"seg-r1"}  # recorded, as any failed put
+    finally:
+        run.binding.teardown()
+
+
 def test_the_checked_adapter_conforms_to_the_reference_segments_with_nothing_known() -> None:
     assert CheckedSegmentsBinding.known == {}
     report = fuzz(SEGMENTS, CheckedSegmentsBinding, max_examples=FUZZ_EXAMPLES, seed=0)
