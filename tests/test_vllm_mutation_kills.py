@@ -209,6 +209,11 @@ def terminal_saved(run: Lockstep) -> None:
     run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
 
 
+def two_chunks_saved(run: Lockstep) -> None:
+    """Two chunks: the second after a scheduler step with no inter-stage output."""
+    run.do("new_request", ext=EXT0).do("save_chunk", ext=EXT0).do("save_chunk", ext=EXT0)
+
+
 SCHEDULER_KILLS: tuple[tuple[str, Callable[[Lockstep], None]], ...] = (
     # the boundary generation captured before the stop, and passed on
     (
@@ -226,6 +231,10 @@ SCHEDULER_KILLS: tuple[tuple[str, Callable[[Lockstep], None]], ...] = (
         terminal_saved,
     ),
     ("delete-statement {}: self.chunk_transfer_adapter.save_async(", terminal_saved),
+    ("swap-and-or {}: if self.chunk_transfer_adapter is not None and (", two_chunks_saved),
+    # a finished request is no longer resumable, so its save is the terminal
+    ("negate-condition {}: if finished:", terminal_saved),
+    ("delete-statement {}: request.resumable = False #3", terminal_saved),
 )
 """(mutant id prefix with ``{}`` for ``OmniARScheduler.update_from_output``, the walk to
 where it differs): each reaches the adapter through the arguments of ``save_async``."""

@@ -243,6 +243,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.by_id: dict[str, Any] = {}  # every request made, by internal id
         self.aborts = 0
         self.segment_ends = 0  # every other one meets the next segment's update queued
+        self.chunks = 0  # every other one follows a step with no inter-stage output
         self.tokens: dict[str, list[object]] = {}
         self.before: SystemState | None = None  # the model state the step started from
         self.flight: Mapping[str, Any] | None = None
@@ -264,6 +265,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.by_id = {}
         self.aborts = 0
         self.segment_ends = 0  # every other one meets the next segment's update queued
+        self.chunks = 0  # every other one follows a step with no inter-stage output
         self.tokens = {}
         self.flight = None
         self.put_tasks = []
@@ -309,6 +311,7 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         generation = step.state.slots[self.system.slot_index("request", ext)].generation
         handle = Handle("request", ext, generation)
         request = new_request(self.classes, internal_id(handle), external_id(ext), "RUNNING")
+        request.resumable = True  # a streaming session: its final update ends it
         self.new_stream(request.request_id, handle.generation)
         self.requests[ext] = request
         self.by_id[request.request_id] = request
@@ -345,10 +348,16 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
             self.call_save_async(save_async, split)
             return
         # Otherwise a scheduled step of the running request: the real
-        # update_from_output, which stops it for a segment end (resumable) or
-        # its end, and queues the save.
-        request.resumable = kind != TERMINAL
-        if kind == SEGMENT_END:
+        # update_from_output, which stops it for a segment end or its end, and
+        # queues the save.
+        scheduler = scheduler_stand_in(
+            self.adapter, {request.request_id: request}, generation=False
+        )
+        if kind == TERMINAL:
+            # The session's final update is queued: the stop ends it, and
+            # update_from_output clears resumable itself (ARS:670-673).
+            request.streaming_queue = deque([None])
+        elif kind == SEGMENT_END:
             self.segment_ends += 1
             if self.segment_ends % 2 == 0:
                 # The next segment's update arrived before this stop: the stop
@@ -356,9 +365,11 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
                 # before save_async), so the save must carry the generation the
                 # scheduler captured first (ARS:665-669, 775-776).
                 request.streaming_queue = deque([streaming_update(request)])
-        scheduler = scheduler_stand_in(
-            self.adapter, {request.request_id: request}, generation=False
-        )
+        else:
+            self.chunks += 1
+            if self.chunks % 2 == 0:
+                # A step with no inter-stage output first: nothing to save.
+                scheduler_step(scheduler, request, (), stop=False, payload=False)
         self.call_save_async(
             lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK), split
         )

@@ -153,11 +153,14 @@ UNBOUNDED = 1 << 30
 """A length limit no fuzzed request reaches: only `scheduler_step` stops a request."""
 
 
-def scheduler_step(scheduler: Any, request: Any, tokens: tuple[int, ...], *, stop: bool) -> None:
+def scheduler_step(
+    scheduler: Any, request: Any, tokens: tuple[int, ...], *, stop: bool, payload: bool = True
+) -> None:
     """One scheduled step of `request` through the real ``update_from_output``.
 
-    The step samples `tokens` and, unless it `stop`s the request, carries an
-    inter-stage payload, so the scheduler calls ``save_async`` for a chunk; a
+    The step samples `tokens` and, unless it `stop`s the request or carries no
+    `payload`, an inter-stage payload, so the scheduler calls ``save_async`` for a
+    chunk; a
     `stop` makes the last token reach the request's ``max_tokens``, so vLLM's
     ``check_stop`` ends it and the scheduler calls ``save_async`` for a segment
     end (a ``resumable`` request: it parks, ``_handle_stopped_request``) or the
@@ -181,7 +184,7 @@ def scheduler_step(scheduler: Any, request: Any, tokens: tuple[int, ...], *, sto
         req_ids=[rid],
         req_id_to_index={rid: 0},
         sampled_token_ids=[sampled],
-        inter_stage_outputs=[None if stop else {"tokens": tuple(sampled)}],
+        inter_stage_outputs=[{"tokens": tuple(sampled)} if payload and not stop else None],
     )
     scheduler.update_from_output(scheduler_output, model_output)
 
