@@ -159,34 +159,19 @@ def scheduler_step(
     """One scheduled step of `request` through the real ``update_from_output``.
 
     The step samples `tokens` and, unless it `stop`s the request or carries no
-    `payload`, an inter-stage payload, so the scheduler calls ``save_async`` for a
-    chunk; a
-    `stop` makes the last token reach the request's ``max_tokens``, so vLLM's
-    ``check_stop`` ends it and the scheduler calls ``save_async`` for a segment
-    end (a ``resumable`` request: it parks, ``_handle_stopped_request``) or the
-    terminal (it is freed first, ``_free_request``), with the confirmed token
-    count and the boundary ``_omni_segment_generation`` it captured before the
-    stop. A stop samples at least one token, as a real one does (EOS).
-    ``num_in_flight_tokens`` is raised by the step's count first, as
-    ``schedule`` would, so the step settles it back.
+    `payload`, an inter-stage payload, so the scheduler calls ``save_async`` for
+    a chunk. A `stop` makes the last token reach the request's ``max_tokens``,
+    so vLLM's ``check_stop`` ends it and the scheduler calls ``save_async`` for
+    a segment end (a ``resumable`` request with no final update queued parks,
+    ``_handle_stopped_request``) or the terminal (it is freed first,
+    ``_free_request``), with the confirmed token count and the boundary
+    ``_omni_segment_generation`` it captured before the stop. A stop samples at
+    least one token, as a real one does (EOS).
     """
-    output_module = importlib.import_module("vllm.v1.core.sched.output")
-    runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
     sampled = list(tokens) if tokens or not stop else [STOP_FILLER]
-    rid = request.request_id
-    scheduled = max(1, len(sampled))
-    request.num_in_flight_tokens += scheduled
     request.max_tokens = request.num_output_tokens + len(sampled) if stop else UNBOUNDED
-    scheduler_output = output_module.SchedulerOutput.make_empty()
-    scheduler_output.num_scheduled_tokens[rid] = scheduled
-    scheduler_output.total_num_scheduled_tokens = scheduled
-    model_output = runner_output(
-        req_ids=[rid],
-        req_id_to_index={rid: 0},
-        sampled_token_ids=[sampled],
-        inter_stage_outputs=[{"tokens": tuple(sampled)} if payload and not stop else None],
-    )
-    scheduler.update_from_output(scheduler_output, model_output)
+    inter_stage = {"tokens": tuple(sampled)} if payload and not stop else None
+    _update_from_output(scheduler, request, sampled, inter_stage)
 
 
 def generation_step(scheduler: Any, request: Any) -> None:
@@ -196,18 +181,33 @@ def generation_step(scheduler: Any, request: Any) -> None:
     The generation scheduler stops a one-shot request once its upstream is done
     (the adapter's ``is_done_receiving_chunks``) and its prompt is computed
     (GS:660-676): it frees it and calls the adapter's ``cleanup(id, ext)``
-    (GS:711-717). No tokens are sampled; ``num_in_flight_tokens`` is raised as
-    ``schedule`` would.
+    (GS:711-717). No tokens are sampled.
+    """
+    request.num_computed_tokens = len(request.prompt_token_ids)
+    _update_from_output(scheduler, request, [], None)
+
+
+def _update_from_output(scheduler: Any, request: Any, sampled: list[int], inter_stage: Any) -> None:
+    """`scheduler`'s ``update_from_output`` for one step of `request` alone, which
+    sampled `sampled` and made `inter_stage` (None: no inter-stage output).
+
+    ``num_in_flight_tokens`` is raised by the step's count first, as ``schedule``
+    would, so the step settles it back.
     """
     output_module = importlib.import_module("vllm.v1.core.sched.output")
     runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
     rid = request.request_id
-    request.num_computed_tokens = len(request.prompt_token_ids)
-    request.num_in_flight_tokens += 1
+    scheduled = max(1, len(sampled))
+    request.num_in_flight_tokens += scheduled
     scheduler_output = output_module.SchedulerOutput.make_empty()
-    scheduler_output.num_scheduled_tokens[rid] = 1
-    scheduler_output.total_num_scheduled_tokens = 1
-    model_output = runner_output(req_ids=[rid], req_id_to_index={rid: 0}, sampled_token_ids=[])
+    scheduler_output.num_scheduled_tokens[rid] = scheduled
+    scheduler_output.total_num_scheduled_tokens = scheduled
+    model_output = runner_output(
+        req_ids=[rid],
+        req_id_to_index={rid: 0},
+        sampled_token_ids=[sampled] if sampled else [],
+        inter_stage_outputs=[inter_stage],
+    )
     scheduler.update_from_output(scheduler_output, model_output)
 
 
