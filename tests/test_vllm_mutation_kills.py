@@ -28,6 +28,8 @@ from statecore.models.bindings.vllm_omni_mutants import source_mutant, source_mu
 from test_vllm_adapter import CTA_FILE, EXT0, REAL, Lockstep
 
 from statecore.adapter import AdapterError
+from statecore.cli.mutate import default_equivalents
+from statecore.fuzzing.mutate import load_equivalents, module_file
 from statecore.fuzzing.source_mutants import source_mutants
 
 FINISH = "finish_requests"
@@ -265,3 +267,15 @@ def test_a_scheduler_mutant_is_caught(
                 walk(run)
     finally:
         run.close()
+
+
+@pytest.mark.parametrize(
+    ("module", "cls"),
+    [(REAL.adapter.__module__, "OmniChunkTransferAdapter"), (ARS.__module__, "OmniARScheduler")],
+)
+def test_each_declared_equivalent_is_a_mutant_of_the_real_code(module: str, cls: str) -> None:
+    declared = load_equivalents(default_equivalents(), "chunk_transfer", module)
+    assert declared, module
+    functions = sorted({i.split(": ", 1)[0].split()[1].split(".")[1] for i in declared})
+    ids = {m.id for m in source_mutants(module_file(module), [f"{cls}.{f}" for f in functions])}
+    assert set(declared) <= ids, sorted(set(declared) - ids)
