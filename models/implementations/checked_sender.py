@@ -69,6 +69,7 @@ BEGIN = {
 END = {t: prepare(SENDER_GENERATION, "end", terminal=t) for t in (False, True)}
 """``end`` by whether the task is the terminal."""
 CLEANUP = prepare(SENDER_GENERATION, "cleanup")
+_CLEAR = prepare(WATERMARK, "clear")
 _RELEASE = prepare(REQUEST_STATE, "release")
 _GET_OR_CREATE = prepare(REQUEST_STATE, "get_or_create", namespace=PAYLOAD_NAMESPACE)
 _PAYLOAD_EVENTS = {
@@ -196,8 +197,8 @@ class Watermarks:
     def clear(self, ext: str) -> None:
         """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
         mark = self._marks.pop(ext, None)
-        if mark is not None:
-            watermark.fire(mark.instance, mark.counts, "clear")
+        if mark is not None:  # the counts go with the instance: only the machine's step is due
+            mark.instance.fire_prepared(_CLEAR)
 
 
 class _Mark:
