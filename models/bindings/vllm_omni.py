@@ -21,10 +21,15 @@ How the real adapter is driven:
   (``"processor"``), so does ``connector.put`` (``"put"``); ``process`` and
   ``put`` resume it with the outcome the model chose.
 * Requests are real ``OmniRequest`` objects: model request ``ext0`` generation
-  ``g`` is internal id ``"ext0-r{g}"`` with external id ``"ext0"``.
-  ``save_terminal`` sets ``FINISHED_STOPPED`` (``save_async`` derives
-  ``is_finished = request.is_finished() and not request.resumable``, CTA:409);
-  ``abort`` is the real scheduler's ``finish_requests(..., FINISHED_ABORTED)``
+  ``g`` is internal id ``"ext0-r{g}"`` with external id ``"ext0"``, a
+  resumable streaming session. A running request's saves are scheduler steps
+  through the real ``OmniARScheduler.update_from_output`` (ARS:389-850, on
+  `scheduler_stand_in`): a step with an inter-stage payload (a chunk), or one
+  that stops the request (a segment end; its end, once its final update is
+  queued), which captures the confirmed token count and the boundary
+  ``_omni_segment_generation`` and calls ``save_async``
+  (`statecore.models.bindings.vllm_omni_scheduler`). ``abort`` is the real
+  scheduler's ``finish_requests(..., FINISHED_ABORTED)``
   (`scheduler_stand_in`: an ``OmniARScheduler`` and an
   ``OmniGenerationScheduler`` in turn, built without their constructors, whose
   request map holds the aborted request): ``OmniARScheduler.finish_requests``
@@ -36,16 +41,10 @@ How the real adapter is driven:
   is the real ``OmniSchedulerMixin._log_failed_chunk_sends`` (MIX:482-521),
   run on a stand-in scheduler that holds the adapter and the live requests:
   it drains ``_send_failures`` and only logs.
-* Not driven through the real scheduler: ``update_from_output`` (ARS, GS),
-  which defers the cleanup and queues the save, needs a real scheduler step
-  (a ``SchedulerOutput``, a ``ModelRunnerOutput``, the KV cache manager), so
-  the binding calls ``save_async`` with the arguments it would pass (the
-  confirmed token count, ``_omni_segment_generation``,
-  ``is_segment_finished``, ``new_token_ids``); and
-  ``_finish_parked_streaming_session`` (MIX:926-943), whose
-  ``finish_requests(FINISHED_STOPPED)`` after the forced terminal cancels the
-  generation, which the model's parked terminal (a ``save_terminal`` from a
-  parked request) does not: binding it needs that step in the model first.
+* A parked session's end is ``_finish_parked_streaming_session``'s
+  ``save_async`` (MIX:926-943); its ``finish_requests(FINISHED_STOPPED)``,
+  which cancels the generation, is the segments model's and binding's
+  (``end_parked``), not this model's parked terminal.
 * The consumer is a FIFO over the fake connector's successful puts; the
   consumer stage's ``finish_requests`` and its input deadline (the model's
   ``release`` and ``deadline``) happen on the next stage, outside the
@@ -76,10 +75,9 @@ side tables are `statecore.models.bindings.vllm_omni_processor`'s.
 Where the model stops a save at the sender lock, ``save_async`` parks there
 too (`statecore.models.bindings.vllm_omni_scheduler`).
 
-Saves carry what the scheduler would pass: the model request's confirmed
-token count (one per save, from zero after a rebuilt prompt) and its
-``_omni_segment_generation``; a segment end is ``save_async(...,
-is_segment_finished=True)``. The save thread also parks between the send
+The model's request says what ``schedule`` would have left on the request:
+its confirmed token count (one per save, from zero after a rebuilt prompt)
+and its ``_omni_segment_generation``. The save thread also parks between the send
 and ``_send_single_request``'s ``finally`` once the connector was called
 (the model's ``finish``). Aborts pass ``finish_requests`` a bare id, a list
 of ids, None (every request of the map) and a list that also names a request
@@ -106,7 +104,6 @@ for the process.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import replace
 from types import SimpleNamespace
@@ -147,12 +144,7 @@ from .vllm_omni_harness import (
 from .vllm_omni_known import KNOWN_0_30_0
 from .vllm_omni_mutants import MUTANTS, Mutant
 from .vllm_omni_processor import ProcessorFailure, ProcessorPart, step_tokens
-from .vllm_omni_scheduler import (
-    SchedulerPart,
-    scheduler_stand_in,
-    scheduler_step,
-    streaming_update,
-)
+from .vllm_omni_scheduler import SchedulerPart, scheduler_stand_in
 
 __all__ = [
     "ADAPTERS",
@@ -242,8 +234,6 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.requests: dict[Hashable, Any] = {}
         self.by_id: dict[str, Any] = {}  # every request made, by internal id
         self.aborts = 0
-        self.segment_ends = 0  # every other one meets the next segment's update queued
-        self.chunks = 0  # every other one follows a step with no inter-stage output
         self.tokens: dict[str, list[object]] = {}
         self.before: SystemState | None = None  # the model state the step started from
         self.flight: Mapping[str, Any] | None = None
@@ -264,8 +254,6 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         self.requests = {}
         self.by_id = {}
         self.aborts = 0
-        self.segment_ends = 0  # every other one meets the next segment's update queued
-        self.chunks = 0  # every other one follows a step with no inter-stage output
         self.tokens = {}
         self.flight = None
         self.put_tasks = []
@@ -334,45 +322,8 @@ class OmniChunkTransferAdapterBinding(SchedulerPart, ProcessorPart, Adapter):
         split = self.system.view(step.state).get("saving") is not None
         assert self.before is not None
         was = self.before.slots[self.system.slot_index("request", ext)].snapshot
-        if kind == TERMINAL and was is not None and was.state == "parked":
-            # A parked session's end: _finish_parked_streaming_session's save
-            # (MIX:926-943; its finish_requests is the segments binding's).
-            request.status = self.classes.status.FINISHED_STOPPED
-            request.resumable = False
-
-            def save_async() -> None:
-                self.adapter.save_async(
-                    None, request, is_segment_finished=False, new_token_ids=tokens
-                )
-
-            self.call_save_async(save_async, split)
-            return
-        # Otherwise a scheduled step of the running request: the real
-        # update_from_output, which stops it for a segment end or its end, and
-        # queues the save.
-        scheduler = scheduler_stand_in(
-            self.adapter, {request.request_id: request}, generation=False
-        )
-        if kind == TERMINAL:
-            # The session's final update is queued: the stop ends it, and
-            # update_from_output clears resumable itself (ARS:670-673).
-            request.streaming_queue = deque([None])
-        elif kind == SEGMENT_END:
-            self.segment_ends += 1
-            if self.segment_ends % 2 == 0:
-                # The next segment's update arrived before this stop: the stop
-                # applies it (_update_request_as_session: the counter moves on
-                # before save_async), so the save must carry the generation the
-                # scheduler captured first (ARS:665-669, 775-776).
-                request.streaming_queue = deque([streaming_update(request)])
-        else:
-            self.chunks += 1
-            if self.chunks % 2 == 0:
-                # A step with no inter-stage output first: nothing to save.
-                scheduler_step(scheduler, request, (), stop=False, payload=False)
-        self.call_save_async(
-            lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK), split
-        )
+        parked = kind == TERMINAL and was is not None and was.state == "parked"
+        self.save_through_scheduler(request, kind, tokens, parked=parked, split=split)
 
     def _step_tokens(self, step: SystemStep, ext: Hashable) -> tuple[int, ...]:
         """The scheduler step's new tokens (the processor's ``new_token_ids``) of a save.

@@ -24,12 +24,15 @@ the model splits its step:
 from __future__ import annotations
 
 import importlib
+from collections import deque
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
 from statecore.adapter import AdapterError, Baton
 from statecore.system import SystemStep
+
+from ..chunk_transfer_records import CHUNK, SEGMENT_END, TERMINAL
 
 __all__ = [
     "SchedulerPart",
@@ -43,10 +46,60 @@ __all__ = [
 class SchedulerPart:
     """The scheduler thread of the ``vllm-omni`` bindings, where it can park."""
 
+    adapter: Any
+    classes: Any
+
     def reset_scheduler(self, timeout: float) -> None:
         """A scheduler baton with nothing parked (a new example)."""
         self.scheduler_baton = Baton(timeout)
         self.park_before_lock = False  # read by park_in_save, inside save_async
+        self.segment_ends = 0  # every other one meets the next segment's update queued
+        self.chunks = 0  # every other one follows a step with no inter-stage output
+
+    def save_through_scheduler(
+        self, request: Any, kind: str, tokens: tuple[int, ...], *, parked: bool, split: bool
+    ) -> None:
+        """The scheduler's call of ``save_async`` for a `kind` save of `request`.
+
+        A `parked` session's end is ``_finish_parked_streaming_session``'s save
+        (MIX:926-943; its ``finish_requests`` is the segments binding's). Any other
+        save is a scheduled step of the running request through the real
+        ``update_from_output`` (`scheduler_step`), which stops it for a segment end
+        or its end and queues the save.
+        """
+        if parked:
+            request.status = self.classes.status.FINISHED_STOPPED
+            request.resumable = False
+            self.call_save_async(
+                lambda: self.adapter.save_async(
+                    None, request, is_segment_finished=False, new_token_ids=tokens
+                ),
+                split,
+            )
+            return
+        scheduler = scheduler_stand_in(
+            self.adapter, {request.request_id: request}, generation=False
+        )
+        if kind == TERMINAL:
+            # The session's final update is queued: the stop ends it, and
+            # update_from_output clears resumable itself (ARS:670-673).
+            request.streaming_queue = deque([None])
+        elif kind == SEGMENT_END:
+            self.segment_ends += 1
+            if self.segment_ends % 2 == 0:
+                # The next segment's update arrived before this stop: the stop
+                # applies it (_update_request_as_session: the counter moves on
+                # before save_async), so the save must carry the generation the
+                # scheduler captured first (ARS:665-669, 775-776).
+                request.streaming_queue = deque([streaming_update(request)])
+        else:
+            self.chunks += 1
+            if self.chunks % 2 == 0:
+                # A step with no inter-stage output first: nothing to save.
+                scheduler_step(scheduler, request, (), stop=False, payload=False)
+        self.call_save_async(
+            lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK), split
+        )
 
     def call_save_async(self, save_async: Callable[[], None], split: bool) -> None:
         """Run `save_async` to its end, or (`split`: the model stops the save at the
