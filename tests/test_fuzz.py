@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from statecore.models.chunk_transfer import (
@@ -19,7 +20,9 @@ from statecore.models.chunk_transfer import (
 from statecore.adapter import Baton, Deadlock, SystemAdapter
 from statecore.cli import main
 from statecore.fuzzing.fuzz import Finding, fuzz, minimise, replay_with_adapter, state_machine
+from statecore.properties import always
 from statecore.registry import bundled, bundled_adapters, resolve_adapter
+from statecore.system import Action, Global, System, Tx
 from statecore.traces.trace import Trace, TraceStep
 
 # -- the baton -----------------------------------------------------------------
@@ -132,6 +135,46 @@ def test_known_findings_are_reported_but_do_not_fail() -> None:
     strict = fuzz(system, lambda: SystemAdapter(system), seed=1, known={})
     assert strict.finding is not None
     assert strict.finding.property_id in known
+
+
+def _two_bugs(independent: bool) -> System:
+    """`no_y` fails only after `no_x` has (or, `independent`, on its own too)."""
+
+    def set_x(tx: Tx[Any]) -> None:
+        tx.require(not tx.get("x"))
+        tx.set("x", True)
+
+    def set_y(tx: Tx[Any]) -> None:
+        tx.require((independent or tx.get("x")) and not tx.get("y"))
+        tx.set("y", True)
+
+    return System(
+        "two_bugs",
+        components=[],
+        globals=[Global("x", False), Global("y", False)],
+        actions=[Action("set_x", "a", set_x), Action("set_y", "a", set_y)],
+        properties=[
+            always("no_x", "x stays unset", lambda view: not view.get("x")),
+            always("no_y", "y stays unset", lambda view: not view.get("y")),
+        ],
+    )
+
+
+def test_a_violation_after_a_known_one_is_recorded_as_its_consequence() -> None:
+    system = _two_bugs(independent=False)
+    known = {"no_x": "the known bug"}
+    report = fuzz(system, lambda: SystemAdapter(system), max_examples=30, seed=0, known=known)
+    assert report.ok, report.finding
+    assert set(report.known) == {"no_x", "no_y"}
+    assert report.known_reasons["no_y"] == "follows the known no_x on the same path"
+    assert [s.action.name for s in report.known["no_y"].steps[1:] if s.action] == [
+        "set_x",
+        "set_y",
+    ]
+    # Reached on its own, the same violation is a finding.
+    alone = _two_bugs(independent=True)
+    found = fuzz(alone, lambda: SystemAdapter(alone), max_examples=30, seed=0, known=known)
+    assert found.finding is not None and found.finding.property_id == "no_y"
 
 
 def test_a_finding_replays_deterministically_through_the_adapter() -> None:
