@@ -28,9 +28,6 @@ _DISABLED = Disabled()  # raised as is on the hot path: no object to build
 _new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
-_WROTE = object()  # in a Tx log: the location was written
-
-
 G = TypeVar("G")
 """The system's globals record type (see `statecore.records`)."""
 
@@ -90,12 +87,14 @@ class Tx(Generic[G]):
     __slots__ = (
         "_before",
         "_g",
-        "_log",
         "_outputs",
+        "_reads",
+        "_seen",
         "_slots",
         "_taken",
         "_values",
         "_whole",
+        "_written",
         "system",
     )
 
@@ -107,7 +106,12 @@ class Tx(Generic[G]):
         self._values: tuple[Hashable, ...] | list[Hashable] = state.values
         self._outputs: list[Emitted] = []
         self._taken: list[TakenTransition] = []
-        self._log: list[tuple[int, Any]] = []  # (location, value read or _WROTE)
+        # The log: (location, value) of each first read of the starting state, in order;
+        # every location read or written (a read after a write reads no starting value);
+        # the locations written.
+        self._reads: list[tuple[int, Any]] = []
+        self._seen: set[int] = set()
+        self._written: set[int] = set()
         self._whole = False  # whether the whole state was looked at
         self._g: G | None = None
 
@@ -121,12 +125,17 @@ class Tx(Generic[G]):
 
     def _slot(self, index: int) -> Slot:
         slot = self._slots[index]
-        self._log.append((index, slot))
+        if index not in self._seen:
+            self._seen.add(index)
+            self._reads.append((index, slot))
         return slot
 
     def _value(self, index: int) -> Any:
         value = self._values[index]
-        self._log.append((~index, value))
+        location = ~index
+        if location not in self._seen:
+            self._seen.add(location)
+            self._reads.append((location, value))
         return value
 
     # Global `index`, read and logged: what each field of ``tx.g`` reads
@@ -137,39 +146,42 @@ class Tx(Generic[G]):
         if type(self._slots) is tuple:
             self._slots = list(self._slots)
         self._slots[index] = slot  # type: ignore[index]
-        self._log.append((index, _WROTE))
+        self._seen.add(index)
+        self._written.add(index)
 
     def _write_value(self, index: int, value: Hashable) -> None:
         if type(self._values) is tuple:
             self._values = list(self._values)
         self._values[index] = value  # type: ignore[index]
-        self._log.append((~index, _WROTE))
+        self._seen.add(~index)
+        self._written.add(~index)
 
     def record(self) -> TxRecord:
         """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`).
 
-        One pass over the log: the first entry of a location is a read of
-        the starting state unless it is a write (later reads of a location,
-        and reads after writing it, add nothing).
+        The log is kept as the transaction goes: the first access of a location
+        is a read of the starting state unless it is a write (later reads of a
+        location, and reads after writing it, add nothing).
         """
-        first: dict[int, Any] = {}
-        written: set[int] = set()
-        for location, value in self._log:
-            if value is _WROTE:
-                written.add(location)
-            if location not in first:
-                first[location] = value
-        reads = tuple([item for item in first.items() if item[1] is not _WROTE])
-        slots, values = self._slots, self._values
         self._g = None  # the globals reader refers back to this Tx: no cycle left for the collector
+        written = self._written
+        if not written:
+            return _new(
+                TxRecord,
+                (tuple(self._reads), (), (), tuple(self._outputs), tuple(self._taken), self._whole),
+            )
+        slots, values = self._slots, self._values
         order = sorted(written)
-        return TxRecord(
-            reads,
-            tuple([(i, slots[i]) for i in order if i >= 0]),
-            tuple([(~i, values[~i]) for i in order if i < 0]),
-            tuple(self._outputs),
-            tuple(self._taken),
-            self._whole,
+        return _new(
+            TxRecord,
+            (
+                tuple(self._reads),
+                tuple([(i, slots[i]) for i in order if i >= 0]),
+                tuple([(~i, values[~i]) for i in order if i < 0]),
+                tuple(self._outputs),
+                tuple(self._taken),
+                self._whole,
+            ),
         )
 
     # -- enabling --------------------------------------------------------
@@ -258,8 +270,7 @@ class Tx(Generic[G]):
         """
         component, key = target[0], target[1]
         index, comp = self.system.place(component, key)
-        slot = self._slots[index]
-        self._log.append((index, slot))
+        slot = self._slot(index)
         if slot.snapshot is None or (
             isinstance(target, Handle) and target.generation != slot.generation
         ):

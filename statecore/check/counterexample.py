@@ -20,7 +20,7 @@ from ..errors import (
     NondeterministicActionError,
     PropertyRaisedError,
 )
-from ..properties import EMPTY_MONITOR, MonitorState
+from ..properties import EMPTY_MONITOR, MonitorState, Property
 from ..system import ActionLabel, Emitted, System, SystemState
 from ..traces.path import NotEnabledError, take
 from ..traces.trace import Trace, TraceStep
@@ -140,3 +140,18 @@ def property_error(
 
 def _indented(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
+
+
+class PropertyFault(Exception):
+    """A property's predicate, condition or router raised; `part` says which."""
+
+    def __init__(self, prop: Property, part: str, cause: Exception) -> None:
+        super().__init__(f"{part} of property {prop.id!r} raised {cause!r}")
+        self.prop = prop
+        self.part = part
+        self.cause = cause
+
+
+def router_fault(prop: Property, cause: Exception) -> PropertyFault:
+    """The `PropertyFault` of a monitor whose router raised."""
+    return PropertyFault(prop, "its router", cause)

@@ -31,23 +31,14 @@ from __future__ import annotations
 import gc
 import time
 from collections import Counter
+from collections import _count_elements as _count  # type: ignore[attr-defined]
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import (
-    ActionRaisedError,
-    ModelError,
-)
-from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
-from ..system import (
-    ActionLabel,
-    Emitted,
-    StateView,
-    System,
-    SystemStep,
-    TakenTransition,
-)
+from ..errors import ActionRaisedError, ModelError
+from ..properties import EMPTY_MONITOR, MonitorState, Property, all_quiet, pending_hot
+from ..system import ActionLabel, Emitted, StateView, System, SystemStep, TakenTransition
 from ..traces.judge import (
     HOLDS,
     INVARIANT_FALSE,
@@ -61,16 +52,16 @@ from ..traces.judge import (
     hot_monitor,
     judge_path,
     rest_place,
-    vacuity,
 )
 from ..traces.trace import Trace
-from .counterexample import Node, action_error, property_error, rebuild
+from . import results as _results
+from .counterexample import Node, PropertyFault, action_error, property_error, rebuild, router_fault
 from .fingerprints import FingerprintStore, store_notes
 from .memory import resident_memory
 from .parallel import parallel_search
 from .reduction import Footprints, Reducer, search
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
-from .stepcache import ActionFault, SuccessorCache
+from .stepcache import ActionFault, Hint, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
 from .symmetry_guard import Asymmetry, SymmetryGuard
 
@@ -150,6 +141,8 @@ def explore(
 
 
 class _Explorer:
+    walks = True  # whether successors carry hints (off: every walk from the roots)
+
     def __init__(
         self,
         system: System,
@@ -221,10 +214,19 @@ class _Explorer:
         level = self._initial_nodes()
         self.last_report = start
         depth = 0
+        # Each queued node carries its hint (see `SuccessorCache.expand`): its successors
+        # are found without walking again for the actions its step left alone. Not
+        # under partial-order reduction, whose footprints are learned from every walk.
+        walks = self.walks and self.por is None
+        hints: list[Hint | None] | None = [None] * len(level) if walks else None
         while level:
             deeper: list[Node] = []
-            if not self._expand_level(level, depth, deeper, start) or not deeper:
+            deeper_hints: list[Hint | None] | None = [] if walks else None
+            if not self._expand_level(level, depth, deeper, start, hints, deeper_hints):
                 break
+            if not deeper:
+                break
+            hints = deeper_hints
             # One level deeper: the refusals held back so far have shortest traces.
             if not self._done():
                 self._commit_refusals()
@@ -256,15 +258,21 @@ class _Explorer:
         return level
 
     def _expand_level(
-        self, level: list[Node], depth: int, deeper: list[Node], start: float
+        self,
+        level: list[Node],
+        depth: int,
+        deeper: list[Node],
+        start: float,
+        hints: list[Hint | None] | None = None,
+        deeper_hints: list[Hint | None] | None = None,
     ) -> bool:
-        """Expand every node of `level` into `deeper`; False if the search must stop."""
+        """Expand `level` into `deeper` (their hints: `hints`, `deeper_hints`); False: stop."""
         for index, node in enumerate(level):
             if self._done():
                 self.stop = "violation"
                 return False
             self.depth = depth
-            self._expand(node, deeper)
+            self._expand(node, deeper, None if hints is None else hints[index], deeper_hints)
             if index % _MEMORY_EVERY == 0 and self._out_of_memory():
                 self.stop = "max_memory"
                 return False
@@ -275,10 +283,24 @@ class _Explorer:
     def _out_of_memory(self) -> bool:
         return self.max_memory is not None and resident_memory() > self.max_memory
 
-    def _expand(self, node: Node, deeper: list[Node]) -> None:
-        """Judge `node` where it rests, and queue its new successors in `deeper`."""
+    def _expand(
+        self,
+        node: Node,
+        deeper: list[Node],
+        hint: Hint | None = None,
+        deeper_hints: list[Hint | None] | None = None,
+    ) -> None:
+        """Judge `node` where it rests, and queue its new successors in `deeper`.
+
+        With `deeper_hints` (the successor cache's walks: see `_search`), `hint` is
+        `node`'s, and each successor queued has its own put in `deeper_hints`.
+        """
         try:
-            steps = self.successors(node[0])
+            if deeper_hints is not None:
+                assert isinstance(self.successors, SuccessorCache)
+                steps, ends, writes = self.successors.expand(node[0], hint)
+            else:
+                steps = self.successors(node[0])
         except ActionFault as fault:
             raise self._fault(node, fault) from fault.cause
         if at_rest(node[0], steps):
@@ -286,20 +308,23 @@ class _Explorer:
         if self.por is not None:
             steps = self.por.ample(node, steps, deeper, self.parents, self.results)
         self.transitions += len(steps)
+        # Counted in one C-level pass (a step that takes no transition counts under ()).
+        _count(self.taken, [step_.taken for step_ in steps])
         parents = self.parents
-        taken = self.taken
         monitors = node[1:]
         canon = self.canonicalizer if self.symmetry else None
         limit = self.max_states
         unbounded = limit is None
-        for step_ in steps:
-            if step_.taken:
-                taken[step_.taken] += 1
-            if monitors:
+        for number, step_ in enumerate(steps):
+            nxt: Node
+            if not monitors:
+                nxt = (step_.state,)
+            elif step_.outputs:
                 nxt = (step_.state, *self._advance_monitors(node, step_))
             else:
-                nxt = (step_.state,)
+                nxt = (step_.state, *monitors)
             if canon is not None:
+                seen_as = nxt
                 nxt = canon(nxt)
             entry = (node, step_.action)
             if unbounded:
@@ -313,6 +338,10 @@ class _Explorer:
             else:
                 parents[nxt] = entry
             deeper.append(nxt)
+            if deeper_hints is not None:
+                # A renamed node's positions moved: its successors are walked afresh.
+                same = canon is None or nxt is seen_as
+                deeper_hints.append((ends, writes[number]) if same else None)
             if self.state_props:
                 self._check_state(nxt)
 
@@ -378,7 +407,7 @@ class _Explorer:
                     tuple(p.id for p, _ in refusals),
                     self._refused_ids,
                 )
-        except _PropertyFault as fault:
+        except PropertyFault as fault:
             raise self._property_error(fault, node, step_.action) from fault.cause
         return after, refusals
 
@@ -397,7 +426,7 @@ class _Explorer:
         past a monitor violation: the system state is reachable all the same,
         and the other properties must still be judged there.
         """
-        return advance_monitors(self.monitors, monitors, outputs, _router_fault)
+        return advance_monitors(self.monitors, monitors, outputs, router_fault)
 
     # -- judging ---------------------------------------------------------------
 
@@ -413,6 +442,8 @@ class _Explorer:
 
     def _check_state(self, node: Node) -> None:
         view = self.system.view(node[0])
+        if self.guard is None and all_quiet(self.state_props, view, self.when_seen):
+            return
         images = self.guard.images(node) if self.guard is not None else ()
         for prop in self.state_props:
             assert prop.predicate is not None
@@ -453,7 +484,7 @@ class _Explorer:
         except Asymmetry:
             raise
         except Exception as exc:
-            raise self._property_error(_PropertyFault(prop, part, exc), node, None) from exc
+            raise self._property_error(PropertyFault(prop, part, exc), node, None) from exc
         return value
 
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
@@ -494,7 +525,7 @@ class _Explorer:
         return action_error(self.system, fault, self._path(node))
 
     def _property_error(
-        self, fault: _PropertyFault, node: Node, last: ActionLabel | None
+        self, fault: PropertyFault, node: Node, last: ActionLabel | None
     ) -> ModelError:
         what = f"{fault.part} of property {fault.prop.id!r}"
         return property_error(self.system, what, fault.cause, last, self._path(node))
@@ -545,30 +576,11 @@ class _Explorer:
 
     def _verdict(self, prop: Property, complete: bool) -> PropertyResult:
         """The verdict on `prop` once the search is over (or stopped)."""
-        found = self.results.get(prop.id)
-        if found is not None:
-            return found
-        if not complete:
-            # Holding, and vacuity alike, are claims about every reachable
-            # state: only a complete search can make them.
-            return PropertyResult(prop, UNKNOWN, None, f"undecided: {STOPS[self.stop]}")
-        vacuous = vacuity(prop, prop.id in self.when_seen, self.quiescent_seen)
-        if vacuous:
-            return PropertyResult(prop, VACUOUS, None, vacuous)
-        return PropertyResult(prop, HOLDS, None, "")
+        seen = (prop.id in self.when_seen, self.quiescent_seen)
+        return _results.final_verdict(prop, self.results.get(prop.id), complete, self.stop, *seen)
 
     def _coverage(self) -> tuple[Coverage, ...]:
-        counts: Counter[tuple[str, str]] = Counter()
-        for transitions, times in self.taken.items():
-            for t in transitions:
-                counts[(t.component, t.transition)] += times
-        result: list[Coverage] = []
-        for comp in self.system.components:
-            names = [t.name for t in comp.machine.transitions]
-            taken = {n: counts[(comp.name, n)] for n in names if counts[(comp.name, n)]}
-            never = tuple(n for n in names if n not in taken)
-            result.append(Coverage(comp.name, comp.machine.name, taken, never))
-        return tuple(result)
+        return _results.coverage_of(self.system, self.taken)
 
 
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
@@ -583,17 +595,3 @@ def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     for node in explorer.parents:
         report_states.add(node[0])
     return report_states
-
-
-class _PropertyFault(Exception):
-    """A property's predicate, condition or router raised; `part` says which."""
-
-    def __init__(self, prop: Property, part: str, cause: Exception) -> None:
-        super().__init__(f"{part} of property {prop.id!r} raised {cause!r}")
-        self.prop = prop
-        self.part = part
-        self.cause = cause
-
-
-def _router_fault(prop: Property, cause: Exception) -> _PropertyFault:
-    return _PropertyFault(prop, "its router", cause)

@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
-from ..system import System
-from ..traces.judge import PropertyResult
+from ..properties import Property
+from ..system import System, TakenTransition
+from ..traces.judge import HOLDS, UNKNOWN, VACUOUS, PropertyResult, vacuity
 
 __all__ = [
     "STOPS",
@@ -18,6 +20,8 @@ __all__ = [
     "Progress",
     "PropertyResult",
     "Report",
+    "coverage_of",
+    "final_verdict",
 ]
 
 # Why a search stopped before it finished (`Report.stop`), in words.
@@ -104,3 +108,46 @@ class ExplorationInterrupted(KeyboardInterrupt):
     def __init__(self, report: Report) -> None:
         super().__init__("the search was interrupted")
         self.report = report
+
+
+def coverage_of(
+    system: System, taken: Counter[tuple[TakenTransition, ...]]
+) -> tuple[Coverage, ...]:
+    """Each component's coverage from `taken`: how often each tuple of transitions was taken."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for transitions, times in taken.items():
+        for t in transitions:
+            counts[(t.component, t.transition)] += times
+    result: list[Coverage] = []
+    for comp in system.components:
+        names = [t.name for t in comp.machine.transitions]
+        found = {n: counts[(comp.name, n)] for n in names if counts[(comp.name, n)]}
+        never = tuple(n for n in names if n not in found)
+        result.append(Coverage(comp.name, comp.machine.name, found, never))
+    return tuple(result)
+
+
+def final_verdict(
+    prop: Property,
+    found: PropertyResult | None,
+    complete: bool,
+    stop: str,
+    when_seen: bool,
+    quiescent_seen: bool,
+) -> PropertyResult:
+    """The verdict on `prop` once a search is over (or stopped, for the reason `stop`).
+
+    `found` is what the search settled, if anything; `when_seen` whether the
+    condition of an always ever held, `quiescent_seen` whether a quiescent
+    state was met.
+    """
+    if found is not None:
+        return found
+    if not complete:
+        # Holding, and vacuity alike, are claims about every reachable
+        # state: only a complete search can make them.
+        return PropertyResult(prop, UNKNOWN, None, f"undecided: {STOPS[stop]}")
+    vacuous = vacuity(prop, when_seen, quiescent_seen)
+    if vacuous:
+        return PropertyResult(prop, VACUOUS, None, vacuous)
+    return PropertyResult(prop, HOLDS, None, "")

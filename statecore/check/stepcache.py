@@ -12,6 +12,11 @@ Most attempts are disabled after one or two reads, so most of the explorer's
 successor work becomes a few dictionary lookups, and the states it builds
 share their slot and global objects.
 
+A state and the one it was reached from differ only where the step wrote, so
+`SuccessorCache.expand` takes where each attempt's walk ended in the parent
+(its leaf, with the positions its path read) and walks again only the attempts
+that read a position the step wrote; the others end where they ended.
+
 Values are told apart by equality, as the explorer's visited set tells states
 apart. An action that looks at the whole state (`Tx.before`, or `Tx.result()`
 inside the action) reads everything: such a run is used but not cached.
@@ -34,6 +39,8 @@ from ..transaction import Disabled, Tx
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
+
+_new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
 class Run(NamedTuple):
@@ -85,25 +92,38 @@ def run_attempt(system: System, index: int, state: SystemState) -> Run:
         action.run(tx, **kwargs)
     except Disabled:
         record = tx.record()
-        return Run(record.reads, None, record.whole)
+        return _new(Run, (record[0], None, record[5]))
     except Exception as exc:
         label = ActionLabel(action.name, args)
         raise ActionFault(label, state, f"raised {exc!r}", exc) from exc
-    record = tx.record()
-    outcome = (record.slot_writes, record.value_writes, record.outputs, record.taken)
-    return Run(record.reads, outcome, record.whole)
+    reads, slot_writes, value_writes, outputs, taken, whole = tx.record()
+    return _new(Run, (reads, (slot_writes, value_writes, outputs, taken), whole))
 
 
 # Called with (attempt index, state, run) after every real run of an attempt.
 Verify = Callable[[int, SystemState, Run], None]
 
-_new = tuple.__new__
-
 
 class _Leaf:
-    """What an enabled attempt does: its writes and the step's fixed parts."""
+    """What an enabled attempt does: its writes and the step's fixed parts.
 
-    __slots__ = ("actor", "internal", "label", "outputs", "slot_writes", "taken", "value_writes")
+    `reads` and `writes` are bit masks of the flat positions (see `_Probe`) the
+    run read and wrote; a run that looked at the whole state reads them all (-1).
+    """
+
+    __slots__ = (
+        "actor",
+        "fixed",
+        "internal",
+        "label",
+        "outputs",
+        "parts",
+        "reads",
+        "slot_writes",
+        "taken",
+        "value_writes",
+        "writes",
+    )
 
     def __init__(
         self,
@@ -114,6 +134,8 @@ class _Leaf:
         value_writes: tuple[tuple[int, Hashable], ...],
         outputs: tuple[Emitted, ...],
         taken: tuple[TakenTransition, ...],
+        reads: int,
+        slots: int,
     ) -> None:
         self.label = label
         self.actor = actor
@@ -122,6 +144,10 @@ class _Leaf:
         self.value_writes = value_writes
         self.outputs = outputs
         self.taken = taken
+        self.fixed = (label, actor, internal)  # a step's fields before and after its state
+        self.parts = (outputs, taken)
+        self.reads = reads
+        self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -136,10 +162,7 @@ class _Leaf:
             for index, value in self.value_writes:
                 new_values[index] = value
             values = tuple(new_values)
-        nxt = _new(SystemState, (slots, values))
-        return _new(
-            SystemStep, (self.label, self.actor, self.internal, nxt, self.outputs, self.taken)
-        )
+        return _new(SystemStep, (*self.fixed, _new(SystemState, (slots, values)), *self.parts))
 
 
 class _Probe:
@@ -153,8 +176,20 @@ class _Probe:
 
     def __init__(self, location: Location, slots: int) -> None:
         self.location = location
-        self.position = location if location >= 0 else slots + ~location
+        self.position = _position(location, slots)
         self.branches: dict[Any, _Node] = {}
+
+
+class _Off:
+    """A disabled attempt's leaf; `reads` as `_Leaf.reads`."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, reads: int) -> None:
+        self.reads = reads
+
+    def __repr__(self) -> str:
+        return "disabled"
 
 
 class _Mark:
@@ -169,10 +204,28 @@ class _Mark:
         return self.name
 
 
-_OFF = _Mark("disabled")
 _UNKNOWN = _Mark("unknown")  # a path no run has taken yet
 
-_Node = _Probe | _Leaf | _Mark
+_Node = _Probe | _Leaf | _Off | _Mark
+_End = _Leaf | _Off  # where a walk ends
+
+
+def _position(location: Location, slots: int) -> int:
+    """Where `location` sits in the flat tuple ``slots + values`` of a state."""
+    return location if location >= 0 else slots + ~location
+
+
+def _mask(positions: list[int]) -> int:
+    """The bit mask of `positions`."""
+    mask = 0
+    for position in positions:
+        mask |= 1 << position
+    return mask
+
+
+# What a state's expansion leaves for its successors' (see `SuccessorCache.expand`):
+# where each attempt's walk ended, and the positions the step to the successor wrote.
+Hint = tuple[list[_End], int]
 
 
 class SuccessorCache:
@@ -196,21 +249,40 @@ class SuccessorCache:
 
     def __call__(self, state: SystemState) -> list[SystemStep]:
         """Every enabled action in `state` with the step it makes, as `System.successors`."""
-        flat = state[0] + state[1]
-        steps: list[SystemStep] = []
-        probe, off, unknown = _Probe, _OFF, _UNKNOWN
-        for index, node in enumerate(self._roots):
-            while type(node) is probe:
-                node = node.branches.get(flat[node.position], unknown)
-            if node is off:
-                continue
-            if node is unknown:
-                node = self._learn(index, state)
-            if type(node) is _Leaf:
-                steps.append(node.step(state))
-        return steps
+        return self.expand(state, None)[0]
 
-    def _learn(self, index: int, state: SystemState) -> _Leaf | _Mark:
+    def expand(
+        self, state: SystemState, hint: Hint | None
+    ) -> tuple[list[SystemStep], list[_End], list[int]]:
+        """`self(state)`, with where each attempt's walk ended and what each step wrote.
+
+        `hint` is ``(ends, writes)`` of the state `state` was reached from: an
+        attempt whose walk there read no position the step wrote ends where it
+        ended there, without a walk (the values it reads are the same).
+        """
+        flat = None
+        steps: list[SystemStep] = []
+        ends: list[_End] = []
+        writes: list[int] = []
+        probe, leaf, unknown = _Probe, _Leaf, _UNKNOWN
+        before, wrote = hint if hint is not None else (None, -1)
+        for index, node in enumerate(self._roots):
+            if before is not None and not before[index].reads & wrote:
+                node = before[index]
+            else:
+                if flat is None:
+                    flat = state[0] + state[1]
+                while type(node) is probe:
+                    node = node.branches.get(flat[node.position], unknown)
+                if node is unknown:
+                    node = self._learn(index, state)
+            ends.append(node)  # type: ignore[arg-type]
+            if type(node) is leaf:
+                steps.append(node.step(state))
+                writes.append(node.writes)
+        return steps, ends, writes
+
+    def _learn(self, index: int, state: SystemState) -> _End:
         """Run attempt `index` on `state` (twice: it must be deterministic) and remember it."""
         run = run_attempt(self.system, index, state)
         again = run_attempt(self.system, index, state)
@@ -226,12 +298,20 @@ class SuccessorCache:
             )
         if self._verify is not None:
             self._verify(index, state, run)
-        leaf: _Leaf | _Mark
+        reads = -1 if run.whole else _mask([_position(i, self._slots) for i, _ in run.reads])
+        leaf: _End
         if run.outcome is None:
-            leaf = _OFF
+            leaf = _Off(reads)
         else:
             action = self._attempts[index][0]
-            leaf = _Leaf(self._labels[index], action.actor, action.internal, *run.outcome)
+            leaf = _Leaf(
+                self._labels[index],
+                action.actor,
+                action.internal,
+                *run.outcome,
+                reads,
+                self._slots,
+            )
         if not run.whole and self._room > 0:
             self._insert(index, state, list(run.reads), leaf)
         return leaf
@@ -241,7 +321,7 @@ class SuccessorCache:
         index: int,
         state: SystemState,
         reads: list[tuple[Location, Any]],
-        leaf: _Leaf | _Mark,
+        leaf: _End,
     ) -> None:
         """Add the path `reads` -> `leaf` to the tree of attempt `index`.
 

@@ -165,10 +165,13 @@ class _Plan:
         """`rename_state` of the explorer node `node`, whose slots renamed are `slots`."""
         if self.identity:
             return node
-        renamed = _new(SystemState, (slots, self.renamed(node[0].values)))
+        # A state's tuple of globals, and its monitors, are rarely met twice: renamed
+        # item by item, without a cache entry of their own to hash and keep.
+        rename_ = self.renamed
+        renamed = _new(SystemState, (slots, tuple([rename_(v) for v in node[0].values])))
         if len(node) == 1:
             return (renamed,)
-        return (renamed, *self.renamed(node[1:]))
+        return (renamed, *[rename_(m) for m in node[1:]])
 
 
 _CACHE_LIMIT = 1 << 17  # renamed values kept per renaming, and slot tuples
