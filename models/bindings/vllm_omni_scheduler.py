@@ -55,6 +55,7 @@ class SchedulerPart:
         self.park_before_lock = False  # read by park_in_save, inside save_async
         self.segment_ends = 0  # every other one meets the next segment's update queued
         self.chunks = 0  # every other one follows a step with no inter-stage output
+        self.lookahead: dict[str, int] = {}  # internal id -> steps async scheduling runs ahead
 
     def save_through_scheduler(
         self, request: Any, kind: str, tokens: tuple[int, ...], *, parked: bool, split: bool
@@ -80,6 +81,15 @@ class SchedulerPart:
         scheduler = scheduler_stand_in(
             self.adapter, {request.request_id: request}, generation=False
         )
+        # Every other request is scheduled asynchronously: one step runs ahead, so
+        # num_computed_tokens counts its placeholder (the adapter's confirmed count
+        # leaves it out, CTA:241-247), and after a segment stop that step's output
+        # arrives stale and is dropped (ARS:700-712, 494-525), carrying a payload.
+        ahead = self.lookahead.setdefault(request.request_id, len(self.lookahead) % 2)
+        if ahead and request.num_stale_output_tokens:
+            _update_from_output(scheduler, request, [STOP_FILLER], {"stale": True})
+        request.num_computed_tokens += ahead
+        request.num_output_placeholders = ahead
         if kind == TERMINAL:
             # The session's final update is queued: the stop ends it, and
             # update_from_output clears resumable itself (ARS:670-673).
@@ -96,9 +106,10 @@ class SchedulerPart:
             self.chunks += 1
             if self.chunks % 2 == 0:
                 # A step with no inter-stage output first: nothing to save.
-                scheduler_step(scheduler, request, (), stop=False, payload=False)
+                scheduler_step(scheduler, request, (), stop=False, payload=False, ahead=ahead)
         self.call_save_async(
-            lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK), split
+            lambda: scheduler_step(scheduler, request, tokens, stop=kind != CHUNK, ahead=ahead),
+            split,
         )
 
     def call_save_async(self, save_async: Callable[[], None], split: bool) -> None:
@@ -207,7 +218,13 @@ UNBOUNDED = 1 << 30
 
 
 def scheduler_step(
-    scheduler: Any, request: Any, tokens: tuple[int, ...], *, stop: bool, payload: bool = True
+    scheduler: Any,
+    request: Any,
+    tokens: tuple[int, ...],
+    *,
+    stop: bool,
+    payload: bool = True,
+    ahead: int = 0,
 ) -> None:
     """One scheduled step of `request` through the real ``update_from_output``.
 
@@ -219,12 +236,13 @@ def scheduler_step(
     ``_handle_stopped_request``) or the terminal (it is freed first,
     ``_free_request``), with the confirmed token count and the boundary
     ``_omni_segment_generation`` it captured before the stop. A stop samples at
-    least one token, as a real one does (EOS).
+    least one token, as a real one does (EOS). `ahead`: steps scheduled after this
+    one and still in flight (async scheduling).
     """
     sampled = list(tokens) if tokens or not stop else [STOP_FILLER]
     request.max_tokens = request.num_output_tokens + len(sampled) if stop else UNBOUNDED
     inter_stage = {"tokens": tuple(sampled)} if payload and not stop else None
-    _update_from_output(scheduler, request, sampled, inter_stage)
+    _update_from_output(scheduler, request, sampled, inter_stage, ahead)
 
 
 def generation_step(scheduler: Any, request: Any) -> None:
@@ -240,18 +258,20 @@ def generation_step(scheduler: Any, request: Any) -> None:
     _update_from_output(scheduler, request, [], None)
 
 
-def _update_from_output(scheduler: Any, request: Any, sampled: list[int], inter_stage: Any) -> None:
+def _update_from_output(
+    scheduler: Any, request: Any, sampled: list[int], inter_stage: Any, ahead: int = 0
+) -> None:
     """`scheduler`'s ``update_from_output`` for one step of `request` alone, which
     sampled `sampled` and made `inter_stage` (None: no inter-stage output).
 
-    ``num_in_flight_tokens`` is raised by the step's count first, as ``schedule``
-    would, so the step settles it back.
+    ``num_in_flight_tokens`` is what ``schedule`` left: this step's count and the
+    `ahead` steps scheduled after it; the update settles this step's.
     """
     output_module = importlib.import_module("vllm.v1.core.sched.output")
     runner_output = importlib.import_module("vllm_omni.outputs").OmniModelRunnerOutput
     rid = request.request_id
     scheduled = max(1, len(sampled))
-    request.num_in_flight_tokens += scheduled
+    request.num_in_flight_tokens = scheduled + ahead
     scheduler_output = output_module.SchedulerOutput.make_empty()
     scheduler_output.num_scheduled_tokens[rid] = scheduled
     scheduler_output.total_num_scheduled_tokens = scheduled
