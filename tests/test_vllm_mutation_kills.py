@@ -25,7 +25,7 @@ pytest.importorskip("vllm_omni")
 
 from statecore.models.bindings.vllm_omni import FREED_REQUEST
 from statecore.models.bindings.vllm_omni_mutants import source_mutant, source_mutant_id
-from test_vllm_adapter import CTA_FILE, EXT0, REAL, Lockstep
+from test_vllm_adapter import CTA_FILE, EXT0, EXT1, REAL, Lockstep
 
 from statecore.adapter import AdapterError
 from statecore.cli.mutate import default_equivalents
@@ -206,6 +206,27 @@ def test_a_stop_applies_a_queued_update_and_the_save_keeps_the_captured_generati
     assert task["is_segment_finished"] and task["segment_generation"] == 1
 
 
+def stale_step_dropped(run: Lockstep) -> None:
+    """An asynchronously scheduled request (the second one) ends a segment and saves a
+    chunk of the next: the step that ran ahead arrives stale first and saves nothing."""
+    run.do("new_request", ext=EXT0).do("new_request", ext=EXT1)
+    run.do("save_chunk", ext=EXT0).do("save_segment_end", ext=EXT1)
+    run.do("next_segment", ext=EXT1).do("save_chunk", ext=EXT1)
+
+
+def test_an_asynchronous_request_drops_the_stale_step_after_a_segment_stop(
+    run: Lockstep,
+) -> None:
+    run.do("new_request", ext=EXT0).do("new_request", ext=EXT1)
+    run.do("save_chunk", ext=EXT0).do("save_segment_end", ext=EXT1)
+    request = run.binding.requests[EXT1]
+    assert run.binding.lookahead == {"ext0-r1": 0, "ext1-r1": 1}
+    assert (request.num_stale_output_tokens, request.num_output_placeholders) == (1, 0)
+    run.do("next_segment", ext=EXT1).do("save_chunk", ext=EXT1)
+    assert request.num_stale_output_tokens == 0 and request.num_in_flight_tokens == 1
+    assert len(run.binding.adapter._pending_save_reqs) == 3  # no save of the stale step
+
+
 def terminal_saved(run: Lockstep) -> None:
     """A request's end: update_from_output frees it, then queues its terminal."""
     run.do("new_request", ext=EXT0).do("save_terminal", ext=EXT0)
@@ -237,6 +258,11 @@ SCHEDULER_KILLS: tuple[tuple[str, Callable[[Lockstep], None]], ...] = (
     # a finished request is no longer resumable, so its save is the terminal
     ("negate-condition {}: if finished:", terminal_saved),
     ("delete-statement {}: request.resumable = False #3", terminal_saved),
+    # the stale share of an asynchronous request's step that ran ahead of a segment stop
+    (
+        "delete-statement {}: request.num_stale_output_tokens = request.num_in_flight",
+        stale_step_dropped,
+    ),
 )
 """(mutant id prefix with ``{}`` for ``OmniARScheduler.update_from_output``, the walk to
 where it differs): each reaches the adapter through the arguments of ``save_async``."""
