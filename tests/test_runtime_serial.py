@@ -153,3 +153,23 @@ def test_a_serial_instance_takes_no_listeners() -> None:
     instance = SerialInstance(typed_pair())
     with pytest.raises(TypeError, match="takes no listeners"):
         instance.add_listener(lambda inst, outcome: None)
+
+
+def test_an_error_on_a_memo_miss_is_raised_as_instance_raises_it() -> None:
+    # A miss leaves the lookup's KeyError behind: the step's error does not chain it.
+    machine = Machine(
+        "serial_strict",
+        states=[State("idle", initial=True), State("done")],
+        events=[Event("stop", policy="error")],
+        transitions=[Transition("idle", "stop", "done")],
+    )
+    stop = prepare(machine, "stop")
+    serial, locked = SerialInstance(machine), sc.Instance(machine)
+    assert serial.fire_prepared(stop).accepted and locked.fire_prepared(stop).accepted
+    errors = []
+    for instance in (serial, locked):
+        with pytest.raises(sc.TransitionError) as raised:
+            instance.fire_prepared(stop)
+        errors.append(raised.value)
+    assert str(errors[0]) == str(errors[1])
+    assert errors[0].__context__ is None and errors[0].__cause__ is None
