@@ -15,7 +15,8 @@ So a running adapter keeps it in two parts:
 * `Counts` - the counts, written by each transition's own checked effect and
   compared by the checked guards (`late`, `below_sent`).
 
-`fire` runs one event both ways. Their guards and effects are the
+A `Watermark` holds the two for one id; its `Watermark.save` and
+`Watermark.fire_checked` run one event both ways. Their guards and effects are the
 checked machine's own functions: the presence machine evaluates them on a
 witness (`_witness`) whose counts compare as the payload says. That the
 pair behaves as the checked machine is a test
@@ -32,7 +33,6 @@ from typing import Any, NamedTuple
 from statecore import (
     Event,
     Field,
-    Instance,
     Machine,
     Outcome,
     Prepared,
@@ -44,6 +44,7 @@ from statecore import (
 )
 from statecore.errors import FireError
 from statecore.machine_parts import Effect
+from statecore.runtime import SerialInstance
 
 from .segment_watermark import (
     BOOL,
@@ -55,7 +56,7 @@ from .segment_watermark import (
     unbounded_watermark_machine,
 )
 
-__all__ = ["ABSENT", "Counts", "fire", "presence_machine", "save"]
+__all__ = ["ABSENT", "Counts", "Watermark", "presence_machine"]
 
 
 class Counts(NamedTuple):
@@ -168,46 +169,73 @@ def _prepared_saves(machine: Machine) -> dict[tuple[str, bool, bool, bool], Prep
     }
 
 
-def fire(mark: Instance, counts: Counts, event: str, /, **payload: Any) -> tuple[Outcome, Counts]:
-    """Fire `event` on `mark` (a `presence_machine` instance) and apply it to `counts`.
+class Watermark(SerialInstance):
+    """One external id's watermark: a `presence_machine` instance with the `Counts` beside it.
 
-    A ``save`` carries the checked machine's payload (``kind``, ``generation``,
-    ``confirmed``, ``counter``); the machine is fired with the comparisons.
+    Its owner serialises every fire on it (the adapter holds its sender lock
+    around them), so it is a `SerialInstance`. `save` and `fire_checked` fire
+    an event both ways: the machine, then the taken transition's checked
+    effect on `counts`. Firing it with `Instance.fire` would leave the counts
+    behind, so the adapter never does.
     """
-    if event == "save":
-        return save(mark, counts, payload)
-    outcome = mark.fire(event, **payload)
-    return outcome, _applied(outcome, counts, payload)
 
+    __slots__ = ("_saves", "counts")
 
-def save(mark: Instance, counts: Counts, payload: Payload) -> tuple[Outcome, Counts]:
-    """`fire` of ``save``: `payload` is the checked machine's (the hot path of every save).
+    def __init__(
+        self, machine: Machine, snapshot: Snapshot | None = None, counts: Counts = ABSENT
+    ) -> None:
+        SerialInstance.__init__(self, machine, snapshot)
+        self.counts = counts
+        self._saves = _SAVES[machine]
 
-    The presence machine's payloads are prepared once per machine (`_prepared_saves`),
-    so a save costs the two checked comparisons, a memo lookup and the taken effect.
-    """
-    generation, confirmed = payload["generation"], payload["confirmed"]
-    if not (isinstance(generation, int) and isinstance(confirmed, int)):
-        raise FireError(
-            f"machine 'segment_watermark', event 'save': generation={generation!r} and "
-            f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
-        )
-    kind, counter = payload["kind"], payload["counter"]
-    is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
-    prepared = None
-    if type(kind) is str and type(counter) is bool:  # as `fire`'s memo key, 1 is not True
-        prepared = _SAVES[mark.machine].get((kind, counter, is_late, below))
-    if prepared is None:  # outside the declared domains: the machine says why
-        outcome = mark.fire("save", kind=kind, counter=counter, late=is_late, below=below)
-    else:
-        outcome = mark.fire_prepared(prepared)
-    # `_applied`, inlined: this is every save's path.
-    transition = outcome.transition
-    effect = None if transition is None else EFFECTS[transition.name]
-    if effect is None:
-        return outcome, counts
-    get = (effect(counts, payload) or _NO_CHANGES).get  # type: ignore[arg-type]
-    return outcome, _new_counts(Counts, (get("expected", counts[0]), get("sent", counts[1])))
+    def save(self, kind: str, generation: int, confirmed: int, counter: bool) -> Outcome:
+        """The ``save`` event with the checked machine's payload (the hot path of every save).
+
+        The two checked comparisons pick one of the presence machine's saves,
+        prepared once per machine (`_prepared_saves`), so a save costs the
+        comparisons, a memo lookup and the taken transition's checked effect.
+        """
+        if not (isinstance(generation, int) and isinstance(confirmed, int)):
+            raise FireError(
+                f"machine 'segment_watermark', event 'save': generation={generation!r} and "
+                f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
+            )
+        payload = {
+            "kind": kind,
+            "generation": generation,
+            "confirmed": confirmed,
+            "counter": counter,
+        }
+        counts = self.counts
+        is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
+        prepared = None
+        if type(kind) is str and type(counter) is bool:  # as `fire`'s memo key, 1 is not True
+            prepared = self._saves.get((kind, counter, is_late, below))
+        if prepared is None:  # outside the declared domains: the machine says why
+            outcome = self.fire("save", kind=kind, counter=counter, late=is_late, below=below)
+        else:
+            outcome = self.fire_prepared(prepared)
+        transition = outcome.transition
+        if transition is not None:  # `_applied`, inlined: this is every save's path
+            effect = EFFECTS[transition.name]
+            if effect is not None:
+                get = (effect(counts, payload) or _NO_CHANGES).get  # type: ignore[arg-type]
+                self.counts = _new_counts(
+                    Counts, (get("expected", counts[0]), get("sent", counts[1]))
+                )
+        return outcome
+
+    def fire_checked(self, event: str, /, **payload: Any) -> Outcome:
+        """Fire `event` with the checked machine's payload: on the machine, then on `counts`.
+
+        A ``save`` carries ``kind``, ``generation``, ``confirmed`` and
+        ``counter``; the machine is fired with the comparisons (`save`).
+        """
+        if event == "save":
+            return self.save(**payload)
+        outcome = self.fire(event, **payload)
+        self.counts = _applied(outcome, self.counts, payload)
+        return outcome
 
 
 def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:

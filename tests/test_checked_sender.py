@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from statecore.models import segment_watermark_runtime as runtime
 from statecore.models.implementations.checked_sender import (
     WATERMARK,
     GenerationPayloads,
@@ -27,9 +26,9 @@ from statecore.models.segment_watermark import (
     unbounded_watermark_machine,
     watermark_machine,
 )
-from statecore.models.segment_watermark_runtime import Counts
+from statecore.models.segment_watermark_runtime import Counts, Watermark
 
-from statecore import FireError, Instance, Prepared, Snapshot, step
+from statecore import FireError, Prepared, Snapshot, step
 
 # -- SenderGeneration ---------------------------------------------------------------
 
@@ -98,8 +97,9 @@ def presence(counts: Counts) -> Snapshot:
 def assert_runs_as_checked(counts: Counts, event: str, payload: dict[str, Any]) -> None:
     """The runtime pair (presence machine + counts) takes the checked machine's step."""
     checked = step(UNBOUNDED, as_snapshot(counts), event, payload)
-    mark = Instance(WATERMARK, presence(counts))
-    outcome, after = runtime.fire(mark, counts, event, **payload)
+    mark = Watermark(WATERMARK, presence(counts), counts)
+    outcome = mark.fire_checked(event, **payload)
+    after = mark.counts
     assert (outcome.status, outcome.transition, outcome.outputs) == (
         checked.status,
         checked.transition and UNBOUNDED_TO_RUNTIME[checked.transition.name],
@@ -151,7 +151,7 @@ def test_a_count_that_is_not_an_int_is_refused_as_the_checked_machine_refuses_it
     with pytest.raises(FireError):
         step(UNBOUNDED, as_snapshot(Counts()), "save", payload)
     with pytest.raises(FireError, match=r"confirmed=1\.5"):
-        runtime.fire(Instance(WATERMARK), Counts(), "save", **payload)
+        Watermark(WATERMARK).fire_checked("save", **payload)
 
 
 def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() -> None:

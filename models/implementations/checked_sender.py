@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from statecore import Instance, Outcome, Prepared, prepare
+from statecore import Instance, prepare
 from statecore.runtime import SerialInstance
 
-from .. import segment_watermark_runtime as watermark
 from ..request_state_machines import request_state_machine
-from ..segment_watermark_runtime import ABSENT, presence_machine
+from ..segment_watermark_runtime import Watermark, presence_machine
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
@@ -80,74 +79,57 @@ _CANCELLED = frozenset({"draining", "retiring"})
 _TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
 
 
-class SenderGeneration:
+class SenderGeneration(SerialInstance):
     """One sender generation of an external id (0.30.0's ``_SenderGeneration``).
 
-    The flags 0.30.0 assigns by hand are properties of the machine's state;
-    `fire` is the only way to change them. ``num_puts`` and
-    ``terminal_sent`` stay plain counters: they only size the shared-memory
-    cleanup, which no property depends on. ``cleanup_owed`` says that a
-    graceful finish asked for the cleanup while the terminal was queued: the
-    terminal's ``finally`` fires it (``cleanup``), after the tasks queued
-    before the terminal went out.
+    It is the ``sender_generation`` machine's instance itself (a
+    `SerialInstance`: the adapter fires it under its sender lock), so the
+    flags 0.30.0 assigns by hand are properties of its state, and firing
+    ``save_terminal``, ``begin``, ``end`` or ``cleanup`` (prepared:
+    `SAVE_TERMINAL`, `BEGIN`, `END`, `CLEANUP`) is the only way to change
+    them. ``num_puts`` and ``terminal_sent`` stay plain counters: they only
+    size the shared-memory cleanup, which no property depends on.
+    ``cleanup_owed`` says that a graceful finish asked for the cleanup while
+    the terminal was queued: the terminal's ``finally`` fires it
+    (``cleanup``), after the tasks queued before the terminal went out.
     """
 
-    __slots__ = (
-        "cleanup_owed",
-        "fire",
-        "fire_prepared",
-        "machine",
-        "num_puts",
-        "owner",
-        "terminal_sent",
-    )
-
-    fire: Callable[..., Outcome]
-    """Fire ``save_terminal``, ``begin``, ``end`` or ``cleanup`` on the machine."""
-    fire_prepared: Callable[[Prepared], Outcome]
-    """Fire `SAVE_TERMINAL`, `BEGIN`, `END` or `CLEANUP` (the save thread does, twice per chunk)."""
+    __slots__ = ("cleanup_owed", "num_puts", "owner", "terminal_sent")
 
     def __init__(self, owner: str) -> None:
-        self.machine = SerialInstance(SENDER_GENERATION)  # fired under the adapter's lock
-        self.fire = self.machine.fire
-        self.fire_prepared = self.machine.fire_prepared
+        SerialInstance.__init__(self, SENDER_GENERATION)
         self.owner = owner  # the internal id of the request whose save opened it
         self.num_puts = 0
         self.terminal_sent = False
         self.cleanup_owed = False
 
     @property
-    def state(self) -> str:
-        """``open``, ``terminal_pending``, ``draining``, ``retiring`` or ``reclaimed``."""
-        return self.machine.state
-
-    @property
     def cancelled(self) -> bool:
         """``cleanup_sender`` retired it (0.30.0's ``cancelled``)."""
-        return self.machine.state in _CANCELLED
+        return self.state in _CANCELLED
 
     @property
     def retired(self) -> bool:
         """No save joins it any more: cancelled, or its cleanup is owed to the terminal."""
-        return self.cleanup_owed or self.machine.state in _CANCELLED
+        return self.cleanup_owed or self.state in _CANCELLED
 
     @property
     def terminal_pending(self) -> bool:
         """A terminal is queued or in flight: cleanup must wait for it."""
-        return self.machine.state in _TERMINAL_PENDING
+        return self.state in _TERMINAL_PENDING
 
     @property
     def cleanup_deferred(self) -> bool:
         """The terminal owes the cleanup ``cleanup_sender`` asked for."""
-        return self.machine.state == "draining"
+        return self.state == "draining"
 
     @property
     def in_flight(self) -> bool:
         """The save thread runs one of its tasks."""
-        return bool(self.machine.snapshot.in_flight)
+        return bool(self.snapshot.in_flight)
 
     def __repr__(self) -> str:
-        return f"SenderGeneration(owner={self.owner!r}, {self.machine.snapshot!r})"
+        return f"SenderGeneration(owner={self.owner!r}, {self.snapshot!r})"
 
 
 class Watermarks:
@@ -166,7 +148,7 @@ class Watermarks:
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
         self.lock = lock or threading.Lock()
-        self._marks: dict[str, _Mark] = {}
+        self._marks: dict[str, Watermark] = {}
         self.generations: Mapping[str, int] = _WatermarkView(self._marks, 0)
         """``_segment_generation``: the next segment generation a save may carry."""
         self.tokens: Mapping[str, int] = _TokenView(self, self._marks)
@@ -174,17 +156,10 @@ class Watermarks:
 
     def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
         """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
-        mark = self._marks.get(ext)
-        if mark is None:
-            mark = self._marks[ext] = _Mark()
-        payload = {
-            "kind": kind,
-            "generation": generation,
-            "confirmed": confirmed,
-            "counter": counter,
-        }
-        outcome, mark.counts = watermark.save(mark.instance, mark.counts, payload)
-        [output] = outcome.outputs
+        watermark = self._marks.get(ext)
+        if watermark is None:
+            watermark = self._marks[ext] = Watermark(WATERMARK)
+        [output] = watermark.save(kind, generation, confirmed, counter).outputs
         return "admitted" if output.name == "admitted" else str(output.get("reason"))
 
     def rebuild_prompt(self, ext: str) -> None:
@@ -192,23 +167,13 @@ class Watermarks:
         with self.lock:
             mark = self._marks.get(ext)
             if mark is not None:
-                _, mark.counts = watermark.fire(mark.instance, mark.counts, "rebuild_prompt")
+                mark.fire_checked("rebuild_prompt")
 
     def clear(self, ext: str) -> None:
         """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
         mark = self._marks.pop(ext, None)
         if mark is not None:  # the counts go with the instance: only the machine's step is due
-            mark.instance.fire_prepared(_CLEAR)
-
-
-class _Mark:
-    """One id's watermark: the presence machine's instance and the counts beside it."""
-
-    __slots__ = ("counts", "instance")
-
-    def __init__(self) -> None:
-        self.instance = SerialInstance(WATERMARK)
-        self.counts = ABSENT
+            mark.fire_prepared(_CLEAR)
 
 
 class _WatermarkView(Mapping[str, int]):
@@ -216,7 +181,7 @@ class _WatermarkView(Mapping[str, int]):
 
     __slots__ = ("_index", "_marks")
 
-    def __init__(self, marks: dict[str, _Mark], index: int) -> None:
+    def __init__(self, marks: dict[str, Watermark], index: int) -> None:
         self._marks = marks
         self._index = index
 
@@ -240,7 +205,7 @@ class _TokenView(_WatermarkView):
 
     __slots__ = ("_owner",)
 
-    def __init__(self, owner: Watermarks, marks: dict[str, _Mark]) -> None:
+    def __init__(self, owner: Watermarks, marks: dict[str, Watermark]) -> None:
         super().__init__(marks, 1)
         self._owner = owner
 
