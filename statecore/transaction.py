@@ -24,7 +24,6 @@ class Disabled(Exception):
 
 
 _Disabled = Disabled  # the name it had in `statecore.system`
-_DISABLED = Disabled()  # raised as is on the hot path: no object to build
 _new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
@@ -189,9 +188,10 @@ class Tx(Generic[G]):
     def require(self, condition: object, why: str = "") -> None:
         """Disable the action (with these arguments) unless `condition` holds."""
         if not condition:
-            # The shared instance must shed its traceback, or every raise would
-            # chain onto it and keep each disabled attempt's frames alive.
-            raise Disabled(why) if why else _DISABLED.with_traceback(None)
+            # A new instance each time: a shared one would keep its last
+            # traceback, and with it the frames of the search that raised it
+            # (an explorer and its visited set) until the process ends.
+            raise Disabled(why)
 
     # -- globals -----------------------------------------------------------
 

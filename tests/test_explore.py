@@ -845,3 +845,25 @@ def test_the_fast_canonical_form_is_a_renaming_and_reduces_like_brute_force(
     fast_reps = {fast((s,))[0] for s in states}
     brute_reps = {canonical(system, (s,), group)[0] for s in states}
     assert len(fast_reps) == len(brute_reps) == len(orbits(system, states))
+
+
+def test_a_finished_search_leaves_nothing_alive() -> None:
+    """Once its report is dropped, nothing of a search stays: no explorer, no visited set.
+
+    A disabled attempt raises `Disabled`; an exception object kept between
+    raises would keep its last traceback, whose frames hold the explorer and
+    its visited set until the process ends (and freeing them there cost
+    seconds at exit).
+    """
+    import gc
+
+    def explorers() -> int:
+        gc.collect()
+        return sum(type(o).__name__ == "_Explorer" for o in gc.get_objects())
+
+    system = lifecycle(everything(), drop=True)
+    before = explorers()
+    report = explore(system, stop_on_violation=False)
+    assert report.states > 1 and any(r.verdict == VIOLATED for r in report.results)
+    del report
+    assert explorers() == before
