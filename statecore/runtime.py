@@ -91,6 +91,7 @@ _key = _memo.edge_key
 _edge = compute_edge  # `Instance._step` calls it through this name
 
 _get_ident = threading.get_ident
+_new_lock = threading.Lock
 _LISTENERS = threading.Lock()  # guards listener registration, never held while a step runs
 
 
@@ -190,7 +191,7 @@ class Instance:
             self._node = memo_of(machine).initial or initial_node(machine)
         else:
             self._node = given_node(machine, snapshot)
-        self._lock = threading.Lock()
+        self._lock = _new_lock()
         self._listeners = tuple(listeners)
 
     @property
@@ -387,7 +388,7 @@ class SerialInstance(Instance):
     __slots__ = ()
 
     def __init__(self, machine: Machine, snapshot: Snapshot | None = None) -> None:
-        super().__init__(machine, snapshot)
+        Instance.__init__(self, machine, snapshot)  # no listeners; named, as super() costs
 
     def fire_prepared(self, prepared: Prepared) -> Outcome:
         """`Instance.fire_prepared`, without the instance's lock when the memo has the step.
