@@ -44,7 +44,7 @@ from statecore import (
 )
 from statecore.errors import FireError
 from statecore.machine_parts import Effect
-from statecore.runtime import SerialInstance
+from statecore.runtime import Instance, SerialInstance
 
 from .segment_watermark import (
     BOOL,
@@ -69,11 +69,12 @@ class Counts(NamedTuple):
 
     def changed(self, changes: Mapping[str, Any]) -> Counts:
         """These counts with a checked effect's `changes` applied."""
-        get = changes.get
-        return _new_counts(Counts, (get("expected", self[0]), get("sent", self[1])))
+        return _new_counts(Counts, map(changes.get, _FIELDS, self))
 
 
 _new_counts = tuple.__new__  # `Counts(...)` without NamedTuple's Python-level __new__
+_FIELDS = Counts._fields
+"""A change's keys, in the order of `Counts`: ``map(changes.get, _FIELDS, counts)`` applies it."""
 ABSENT = Counts()
 
 _WITNESS = Counts(expected=1, sent=1)
@@ -184,7 +185,7 @@ class Watermark(SerialInstance):
     def __init__(
         self, machine: Machine, snapshot: Snapshot | None = None, counts: Counts = ABSENT
     ) -> None:
-        SerialInstance.__init__(self, machine, snapshot)
+        Instance.__init__(self, machine, snapshot)  # `SerialInstance.__init__` only narrows it
         self.counts = counts
         self._saves = _SAVES[machine]
 
@@ -219,10 +220,8 @@ class Watermark(SerialInstance):
         if transition is not None:  # `_applied`, inlined: this is every save's path
             effect = EFFECTS[transition.name]
             if effect is not None:
-                get = (effect(counts, payload) or _NO_CHANGES).get  # type: ignore[arg-type]
-                self.counts = _new_counts(
-                    Counts, (get("expected", counts[0]), get("sent", counts[1]))
-                )
+                changes = effect(counts, payload) or _NO_CHANGES  # type: ignore[arg-type]
+                self.counts = _new_counts(Counts, map(changes.get, _FIELDS, counts))
         return outcome
 
     def fire_checked(self, event: str, /, **payload: Any) -> Outcome:

@@ -42,6 +42,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from statecore import ACCEPTED
+
 from .checked_sender import (
     BEGIN,
     CLEANUP,
@@ -144,7 +146,7 @@ class CheckedSenderMixin:
         kind = SEGMENT_END if is_segment_finished else TERMINAL if is_finished else CHUNK
         with self._sender_state_lock:
             token = self._sender_tokens.get(ext)
-            refusal = _refusal(token, request.request_id)
+            refusal = None if token is None else _refusal(token, request.request_id)
             verdict = "refused"
             if refusal is None:
                 verdict = self._watermarks.save(
@@ -197,7 +199,7 @@ class CheckedSenderMixin:
         with self._sender_state_lock:
             began = (
                 self._sender_tokens.get(ext) is token
-                and token.fire_prepared(BEGIN[terminal]).accepted
+                and token.fire_prepared(BEGIN[terminal]).status is ACCEPTED
             )
         if not began:
             _LOG.debug("Discarding stale queued chunk for aborted request %s", ext)
@@ -360,16 +362,15 @@ class CheckedSenderMixin:
         then the side tables keyed by the external id."""
         self._watermarks.clear(external_req_id)
         self.request_payload.release(external_req_id)
-        for table in (
-            self.put_req_chunk,
-            self.code_prompt_token_ids,
-            getattr(self, "_qwen3_tts_emitted_frames", {}),
-            self.ramp_chunk_count,
-            self._adaptive_states,
-            self._pending_streaming_prefills,
-            getattr(self, "_cached_ic", None) or {},
-        ):
-            table.pop(external_req_id, None)
+        self.put_req_chunk.pop(external_req_id, None)
+        self.code_prompt_token_ids.pop(external_req_id, None)
+        getattr(self, "_qwen3_tts_emitted_frames", {}).pop(external_req_id, None)
+        self.ramp_chunk_count.pop(external_req_id, None)
+        self._adaptive_states.pop(external_req_id, None)
+        self._pending_streaming_prefills.pop(external_req_id, None)
+        cached_ic = getattr(self, "_cached_ic", None)
+        if cached_ic is not None:
+            cached_ic.pop(external_req_id, None)
 
     # -- finish_requests (CTA:1577-1641) ----------------------------------------------------
 
@@ -437,10 +438,8 @@ class CheckedSenderMixin:
                 request.status = self.requests_origin_status.pop(req_id)
 
 
-def _refusal(token: SenderGeneration | None, request_id: str) -> str | None:
-    """Why a save must be refused visibly, or None: the reference's reuse rule."""
-    if token is None:
-        return None
+def _refusal(token: SenderGeneration, request_id: str) -> str | None:
+    """Why a save that meets `token` must be refused visibly, or None: the reuse rule."""
     if token.retired:
         return "previous sender generation is still draining"
     if token.owner != request_id:

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from statecore import Instance, prepare
+from statecore import ACCEPTED, Instance, prepare
 from statecore.runtime import SerialInstance
 
 from ..request_state_machines import request_state_machine
@@ -97,21 +97,24 @@ class SenderGeneration(SerialInstance):
     __slots__ = ("cleanup_owed", "num_puts", "owner", "terminal_sent")
 
     def __init__(self, owner: str) -> None:
-        SerialInstance.__init__(self, SENDER_GENERATION)
+        Instance.__init__(self, SENDER_GENERATION)  # `SerialInstance.__init__` only narrows it
         self.owner = owner  # the internal id of the request whose save opened it
         self.num_puts = 0
         self.terminal_sent = False
         self.cleanup_owed = False
 
+    # `cancelled` and `retired` are read on every save and every send: they read the
+    # state off the current node as `state` does, without that property's call.
+
     @property
     def cancelled(self) -> bool:
         """``cleanup_sender`` retired it (0.30.0's ``cancelled``)."""
-        return self.state in _CANCELLED
+        return self._node.snapshot[0] in _CANCELLED
 
     @property
     def retired(self) -> bool:
         """No save joins it any more: cancelled, or its cleanup is owed to the terminal."""
-        return self.cleanup_owed or self.state in _CANCELLED
+        return self.cleanup_owed or self._node.snapshot[0] in _CANCELLED
 
     @property
     def terminal_pending(self) -> bool:
@@ -237,7 +240,7 @@ class GenerationPayloads(dict[str, Any]):
 
     def open(self, ext: str, owner: object) -> None:
         """A new sender generation opened: a new request-state generation, no entry yet."""
-        super().pop(ext, None)
+        dict.pop(self, ext, None)  # `dict`'s own methods, named: cheaper than super()
         old = self._states.get(ext)
         if old is not None:
             old[1].fire_prepared(_RELEASE)
@@ -256,7 +259,7 @@ class GenerationPayloads(dict[str, Any]):
         held = self._states.pop(ext, None)
         if held is not None:
             held[1].fire_prepared(_RELEASE)
-        super().pop(ext, None)
+        dict.pop(self, ext, None)
 
     def status(self, ext: str) -> str | None:
         """The request-state generation's state (``open``, ``failed``), None if none lives."""
@@ -272,20 +275,20 @@ class GenerationPayloads(dict[str, Any]):
 
     def _admits(self, ext: str) -> bool:
         held = self._states.get(ext)
-        if held is not None and held[1].fire_prepared(_GET_OR_CREATE):
+        if held is not None and held[1].fire_prepared(_GET_OR_CREATE).status is ACCEPTED:
             return True
         _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
         return False
 
     def __setitem__(self, ext: str, value: Any) -> None:
         if self._admits(ext):
-            super().__setitem__(ext, value)
+            dict.__setitem__(self, ext, value)
 
     def setdefault(self, ext: str, default: Any = None) -> Any:
         if ext in self:
             return self[ext]
         if self._admits(ext):
-            super().__setitem__(ext, default)
+            dict.__setitem__(self, ext, default)
         return default
 
     def update(self, *args: Any, **kwargs: Any) -> None:
