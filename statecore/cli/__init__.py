@@ -32,7 +32,8 @@ from ..module_settings import forward_settings
 from ..registry import bundled
 from ..render.diagram import add_parser as add_diagram_parser
 from . import progress as cli_progress
-from .check import MEMORY_FRACTION, add_check_parser
+from .check import add_check_parser
+from .check_bounds import MEMORY_FRACTION
 from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPORT_HINT
 from .fuzz import add_fuzz_parser
 from .mutate import add_mutate_parser

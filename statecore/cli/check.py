@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,6 +28,8 @@ from ..check.explore import (
 from ..errors import StatecoreError
 from ..registry import Target, bundled, is_user_target
 from ..system import System
+from .check_bounds import memory_bound, memory_default_text, stop_text
+from .check_jobs import Printed, jobs_for, side_by_side
 from .check_ray import add_ray_argument, check_ray_usage, on_ray
 from .common import (
     EXIT_FINDING,
@@ -43,10 +46,7 @@ from .common import (
     require_writable_dir,
     resolve_target,
 )
-from .progress import progress_printer
-
-MEMORY_FRACTION = 0.75
-"""The default ``--max-memory``: this share of the machine's physical memory."""
+from .progress import LogProgress, TerminalProgress, progress_printer
 
 
 def add_check_parser(sub: Any) -> None:
@@ -72,7 +72,7 @@ def add_check_parser(sub: Any) -> None:
         default=None,
         metavar="GB",
         help="stop when the process holds GB gigabytes (default: "
-        + _memory_default_text().replace("%", "%%")
+        + memory_default_text().replace("%", "%%")
         + ")",
     )
     p_check.add_argument("--trace-out", type=Path, default=None, metavar="DIR")
@@ -130,7 +130,8 @@ def add_check_parser(sub: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="processes exploring mutants side by side (default: one per core)",
+        help="processes checking targets (with --adequacy: mutants) side by side "
+        "(default: one per core)",
     )
     p_check.set_defaults(func=_cmd_check)
 
@@ -219,21 +220,56 @@ class _CheckRun:
     pending: str = ""  # the target being loaded or checked
 
     def check_all(self) -> None:
+        jobs = jobs_for(self.args, self.names)
+        if jobs > 1:
+            self.args = argparse.Namespace(**{**vars(self.args), "memory_share": jobs})
+            for pending, checked in side_by_side(self.names, self.checked_alone, jobs):
+                self.pending = pending
+                if checked is None:
+                    self.check_pending(pending)  # again here: it fails as one process does
+                else:
+                    self.adopt(checked)
+            return
         for pending in self.names:
-            self.pending = pending
-            name, system, target = resolve_target(pending)
-            self.current = (name, target)
-            self.check_one(name, system, target)
-            self.current = None
+            self.check_pending(pending)
 
-    def check_one(self, name: str, system: System, target: Target | None) -> None:
-        printer = progress_printer(name, sys.stderr)
+    def checked_alone(self, pending: str) -> _Checked | None:
+        """`pending` checked as `check_pending` would (`statecore.cli.check_jobs`'s worker).
+
+        None if anything raised: the parent checks it again, to report the error.
+        """
+        alone = _CheckRun(self.args, [pending])
+        printed = Printed(sys.stdout.isatty())
+        try:
+            with redirect_stdout(printed):
+                name, system, target = resolve_target(pending)
+                alone.check_one(name, system, target, LogProgress(name, sys.stderr))
+        except BaseException:
+            return None
+        return _Checked(printed.getvalue(), alone.entries[0], alone.statuses[0], alone.rows[0])
+
+    def check_pending(self, pending: str) -> None:
+        """Load and check the target named `pending`."""
+        self.pending = pending
+        name, system, target = resolve_target(pending)
+        self.current = (name, target)
+        self.check_one(name, system, target)
+        self.current = None
+
+    def check_one(
+        self,
+        name: str,
+        system: System,
+        target: Target | None,
+        printer: TerminalProgress | LogProgress | None = None,
+    ) -> None:
+        printer = printer or progress_printer(name, sys.stderr)
         try:
             run = explore if self.args.ray is None else on_ray(self.args, name, target)
             report = run(
                 system,
                 max_states=self.args.max_states,
-                max_memory=_memory_bound(self.args.max_memory),
+                max_memory=memory_bound(self.args),
                 symmetry=not self.args.no_symmetry,
                 por=self.args.por,
                 stop_on_violation=False,
@@ -250,13 +286,20 @@ class _CheckRun:
         written, failure = self.write(report, name)
         self.statuses.append(status)
         entry = _report_json(name, target, report, status, written)
-        entry["stopped"] = _stop_text(report, self.args)
+        entry["stopped"] = stop_text(report, self.args)
         self.entries.append(entry)
         self.rows.append(_Row.of(name, report, status, target if self.args.variants else None))
         if not self.args.json and not (self.args.quiet and status == OK):
             _print_report(sys.stdout, name, target, report, status, written, self.args)
         if failure is not None:
             raise failure
+
+    def adopt(self, checked: _Checked) -> None:
+        """A target checked in another process (`checked_alone`), reported as `record` does."""
+        self.statuses.append(checked.status)
+        self.entries.append(checked.entry)
+        self.rows.append(checked.row)
+        sys.stdout.write(checked.text)
 
     def write(self, report: Report, name: str) -> tuple[dict[str, str], UsageError | None]:
         """The traces and regression tests of `report`'s violations, and what failed."""
@@ -311,6 +354,16 @@ class _CheckRun:
             if others and status != OK:
                 print(f"not checked: {', '.join(others)}")
         sys.stdout.flush()
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What checking one target in its own process gave, for the parent to report."""
+
+    text: str  # what `record` printed for it on stdout
+    entry: dict[str, Any]  # its ``--json`` entry
+    status: str
+    row: _Row
 
 
 @dataclass(frozen=True)
@@ -390,52 +443,6 @@ def _status(report: Report, variant: Target | None) -> str:
     return OK if failing == expected else FINDING
 
 
-def _memory_bound(gigabytes: float | None) -> int | None:
-    """``--max-memory`` in bytes, or the default share of physical memory (None: unknown)."""
-    if gigabytes is not None:
-        return int(gigabytes * 2**30)
-    total = _physical_memory()
-    return int(total * MEMORY_FRACTION) if total else None
-
-
-def _physical_memory() -> int | None:
-    try:
-        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-    return total if total > 0 else None
-
-
-def _memory_default_text() -> str:
-    bound = _memory_bound(None)
-    if bound is None:
-        return "none: this system does not tell its physical memory"
-    return f"{MEMORY_FRACTION:.0%} of physical memory, {bound / 2**30:.3g} GB here"
-
-
-def _stop_text(report: Report, args: argparse.Namespace) -> str | None:
-    """Why the search stopped early and how to let it go further; None if it finished."""
-    if not report.stop:
-        return None
-    undecided = any(r.verdict == UNKNOWN for r in report.results)
-    before = " before every property was decided" if undecided else ""
-    if report.stop == "max_states":
-        return (
-            f"stopped at --max-states {args.max_states}{before}; raise --max-states "
-            f"to search further"
-        )
-    if report.stop == "max_memory":
-        bound = (_memory_bound(args.max_memory) or 0) / 2**30
-        source = "--max-memory" if args.max_memory is not None else "the default --max-memory"
-        return (
-            f"stopped at the memory bound of {bound:.3g} GB ({source}){before}; raise it with "
-            f"--max-memory GB, or check a smaller configuration"
-        )
-    if report.stop == "interrupted":
-        return f"interrupted (Ctrl-C){before}"
-    return f"stopped early ({report.stop}){before}"
-
-
 def _write_traces(report: Report, name: str, directory: Path | None) -> dict[str, str]:
     if directory is None:
         return {}
@@ -477,7 +484,7 @@ def _print_report(
     args: argparse.Namespace,
 ) -> None:
     text, code = MARKS.get(status, MARKS[INCOMPLETE])
-    scope = _stop_text(report, args) or "complete"
+    scope = stop_text(report, args) or "complete"
     print(
         f"{colour(text, code, out)} {name}: {report.states} states, {report.transitions} "
         f"transitions, depth {report.depth}, {report.seconds:.2f}s "

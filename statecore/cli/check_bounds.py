@@ -1,0 +1,65 @@
+"""The bounds of a ``statecore check``: the default memory bound, what a stopped search says."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..check.explore import UNKNOWN, Report
+
+MEMORY_FRACTION = 0.75
+"""The default ``--max-memory``: this share of the machine's physical memory."""
+
+
+def memory_bound(args: argparse.Namespace | None) -> int | None:
+    """``--max-memory`` in bytes, or the default share of physical memory (None: unknown).
+
+    Targets checked side by side (``--jobs``) split the default between them.
+    """
+    gigabytes = None if args is None else args.max_memory
+    if gigabytes is not None:
+        return int(gigabytes * 2**30)
+    total = _physical_memory()
+    share = 1 if args is None else getattr(args, "memory_share", 1)
+    return int(total * MEMORY_FRACTION / share) if total else None
+
+
+def _physical_memory() -> int | None:
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return total if total > 0 else None
+
+
+def memory_default_text() -> str:
+    bound = memory_bound(None)
+    if bound is None:
+        return "none: this system does not tell its physical memory"
+    return f"{MEMORY_FRACTION:.0%} of physical memory, {bound / 2**30:.3g} GB here"
+
+
+def stop_text(report: Report, args: argparse.Namespace) -> str | None:
+    """Why the search stopped early and how to let it go further; None if it finished."""
+    if not report.stop:
+        return None
+    undecided = any(r.verdict == UNKNOWN for r in report.results)
+    before = " before every property was decided" if undecided else ""
+    if report.stop == "max_states":
+        return (
+            f"stopped at --max-states {args.max_states}{before}; raise --max-states "
+            f"to search further"
+        )
+    if report.stop == "max_memory":
+        bound = (memory_bound(args) or 0) / 2**30
+        source = "--max-memory" if args.max_memory is not None else "the default --max-memory"
+        share = getattr(args, "memory_share", 1)
+        if args.max_memory is None and share > 1:
+            source += f", split between {share} targets checked side by side (--jobs)"
+        return (
+            f"stopped at the memory bound of {bound:.3g} GB ({source}){before}; raise it with "
+            f"--max-memory GB, or check a smaller configuration"
+        )
+    if report.stop == "interrupted":
+        return f"interrupted (Ctrl-C){before}"
+    return f"stopped early ({report.stop}){before}"
