@@ -140,7 +140,7 @@ class CheckedSenderMixin:
             else request,
             "is_finished": is_finished,
             "is_segment_finished": is_segment_finished,
-            "new_token_ids": tuple(int(token_id) for token_id in (new_token_ids or ())),
+            "new_token_ids": tuple(map(int, new_token_ids or ())),
             "segment_generation": generation,
         }
         kind = SEGMENT_END if is_segment_finished else TERMINAL if is_finished else CHUNK
