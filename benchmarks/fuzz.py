@@ -153,10 +153,15 @@ def baseline_machine(tally: Tally | None = None) -> type[RuleBasedStateMachine]:
     classes = real_classes()
     counted = tally if tally is not None else Tally()
 
+    class Unparked:
+        """The binding the harness connector asks where to park: here, nowhere (the
+        baseline runs every call to completion)."""
+
     class ScriptedConnector(classes.connector):  # type: ignore[misc, name-defined]
         """The harness connector; ``put`` returns (or raises) what the rule chose."""
 
         def __init__(self) -> None:
+            self.binding = Unparked()
             self.stage_id = STAGE_ID
             # (key, internal id, finished, segment finished, empty)
             self.sent: list[tuple[str, str, bool, bool, bool]] = []
@@ -471,6 +476,20 @@ def first_failure(
     return Attempt(False, time.perf_counter() - started, clock.examples, "")
 
 
+def require_clean(tool: str, attempt: Attempt) -> None:
+    """Stop unless `tool` passed its search of the unmutated adapter.
+
+    A tool that fails there (a harness out of date, say) would "find" every
+    mutant at once, and its figures would say so; better no figures.
+    """
+    if attempt.found:
+        raise SystemExit(
+            f"benchmarks/fuzz.py: {tool} fails on the unmutated 0.30.0 adapter "
+            f"({attempt.what}), so its time to each mutant would be false; fix its harness "
+            f"(benchmarks/fuzz.py, statecore.models.bindings.vllm_omni_harness) first"
+        )
+
+
 def _out_of_time(exc: BaseException) -> bool:
     """Whether `exc` is the cap, possibly wrapped by Hypothesis.
 
@@ -565,7 +584,8 @@ def baseline_speed(examples: int) -> Speed:
     try:
         run_state_machine_as_test(seeded, settings=search_settings(examples))  # type: ignore[no-untyped-call,unused-ignore]
     except Exception as exc:  # the unmutated 0.30.0 adapter must pass its own checks
-        note = f"FAILED: {type(exc).__name__}: {str(exc)[:60]}"
+        what = f"{type(exc).__name__}: {str(exc)[:60]}"
+        require_clean("the baseline", Attempt(True, 0.0, clock.examples, what))
     seconds = time.perf_counter() - started
     return Speed("baseline: Hypothesis, real adapter", clock.examples, tally.steps, seconds, note)
 
@@ -717,8 +737,8 @@ def measure_targets(mode: Mode, progress: Callable[[str], None]) -> list[Target]
 
     # First-use costs stay outside the timing, as in part 1: each tool searches the
     # unmutated adapter once, so the first mutant does not pay for them alone.
-    for machine in (statecore_machine, baseline_machine):
-        first_failure(machine(), WARM_UP_SEED, mode.cap, WARM_UP_EXAMPLES)
+    for tool, machine in (("statecore", statecore_machine), ("the baseline", baseline_machine)):
+        require_clean(tool, first_failure(machine(), WARM_UP_SEED, mode.cap, WARM_UP_EXAMPLES))
     targets: list[Target] = []
     for mutant in MUTANTS:
 
