@@ -69,12 +69,10 @@ class Counts(NamedTuple):
 
     def changed(self, changes: Mapping[str, Any]) -> Counts:
         """These counts with a checked effect's `changes` applied."""
-        return _new_counts(Counts, map(changes.get, _FIELDS, self))
+        return _new_counts(Counts, (changes.get("expected", self[0]), changes.get("sent", self[1])))
 
 
 _new_counts = tuple.__new__  # `Counts(...)` without NamedTuple's Python-level __new__
-_FIELDS = Counts._fields
-"""A change's keys, in the order of `Counts`: ``map(changes.get, _FIELDS, counts)`` applies it."""
 ABSENT = Counts()
 
 _WITNESS = Counts(expected=1, sent=1)
@@ -221,7 +219,9 @@ class Watermark(SerialInstance):
             effect = EFFECTS[transition.name]
             if effect is not None:
                 changes = effect(counts, payload) or _NO_CHANGES  # type: ignore[arg-type]
-                self.counts = _new_counts(Counts, map(changes.get, _FIELDS, counts))
+                self.counts = _new_counts(
+                    Counts, (changes.get("expected", counts[0]), changes.get("sent", counts[1]))
+                )
         return outcome
 
     def fire_checked(self, event: str, /, **payload: Any) -> Outcome:
