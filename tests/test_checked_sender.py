@@ -16,6 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from statecore.models.implementations.checked_sender import (
+    BEGIN,
+    END,
+    SENDER_GENERATION,
     WATERMARK,
     GenerationPayloads,
     SenderGeneration,
@@ -29,6 +32,7 @@ from statecore.models.segment_watermark import (
 from statecore.models.segment_watermark_runtime import Counts, Watermark
 
 from statecore import FireError, Prepared, Snapshot, step
+from statecore.runtime import Instance, SerialInstance, verify_memo
 
 # -- SenderGeneration ---------------------------------------------------------------
 
@@ -69,6 +73,24 @@ def test_the_flags_cannot_be_assigned_by_hand() -> None:
     token = SenderGeneration("r1")
     with pytest.raises(AttributeError):
         token.cancelled = True  # type: ignore[misc]
+
+
+def test_the_prepared_fires_are_checked_by_verify_memo() -> None:
+    # The sender fires its per-chunk events on the SerialInstance fast path; under
+    # verify_memo that path re-runs the step, so the memo contract still holds there.
+    previous = verify_memo(1)
+    try:
+        token = SenderGeneration("r1")
+        for _ in range(2):
+            assert token.fire_prepared(BEGIN[False]).accepted
+            assert token.fire_prepared(END[False]).snapshot.state == "open"
+        # No override of its own: the generation takes verify_memo's checked fire.
+        assert SenderGeneration.fire_prepared is Instance._fire_prepared_verified
+        assert Watermark.fire_prepared is Instance._fire_prepared_verified
+    finally:
+        verify_memo(previous)
+    assert isinstance(token, SerialInstance) and token.machine is SENDER_GENERATION
+    assert isinstance(Watermark(WATERMARK), SerialInstance)
 
 
 # -- Watermarks -----------------------------------------------------------------------
