@@ -6,10 +6,11 @@ dicts that a dozen code paths set and test (``_SenderGeneration``,
 Here each of those is the state of an `Instance` of a machine that
 ``statecore check`` verified inside the ``chunk_transfer`` system:
 
-* `SenderGeneration` - one ``_SenderGeneration``: its flags (``cancelled``,
-  ``terminal_pending``, ``cleanup_deferred``, ``in_flight``) are read off a
-  ``sender_generation`` instance, and only that machine's events change them;
-  it also records which request opened it (`SenderGeneration.owner`).
+* `SenderGeneration` - one ``_SenderGeneration``, and the
+  ``sender_generation`` machine's instance itself: its flags (``cancelled``,
+  ``terminal_pending``, ``cleanup_deferred``, ``in_flight``) are read off
+  its state, and only that machine's events change them; it also records
+  which request opened it (`SenderGeneration.owner`).
 * `Watermarks` - ``_segment_generation[ext]`` and
   ``requests_num_chunks_sent[ext]`` are the counts of one
   ``segment_watermark`` per id, kept as its runtime form splits it
@@ -138,13 +139,14 @@ class SenderGeneration(SerialInstance):
 class Watermarks:
     """``save_async``'s admission state per external id: one ``segment_watermark`` each.
 
-    An id has an instance of the presence machine and its `Counts` from its
-    first save until ``clear`` (`statecore.models.segment_watermark_runtime`
-    says why the counts live beside the machine); absent, both watermarks
-    read as absent, as 0.30.0's popped dict entries do. The adapter holds
-    `lock` around ``save`` and ``clear``; ``rebuild_prompt``, which the
-    scheduler reaches without it, takes it. So every fire on an id's
-    instance is serialised, and the instance is a `SerialInstance`.
+    An id has a `Watermark` (the presence machine's instance with its
+    `Counts` beside it) from its first save until ``clear``
+    (`statecore.models.segment_watermark_runtime` says why the counts live
+    beside the machine); absent, both watermarks read as absent, as 0.30.0's
+    popped dict entries do. The adapter holds `lock` around ``save`` and
+    ``clear``; ``rebuild_prompt``, which the scheduler reaches without it,
+    takes it. So every fire on an id's instance is serialised, and a
+    `Watermark` is a `SerialInstance`.
     """
 
     __slots__ = ("_marks", "generations", "lock", "tokens")
