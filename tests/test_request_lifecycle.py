@@ -524,6 +524,7 @@ def test_threads_race_for_the_first_write() -> None:
 def test_threads_race_segments_and_close() -> None:
     recorder = StreamEdgeRecorder()
     stop = threading.Event()
+    recorded = threading.Event()  # a producer's observation was accepted before the close
     accepted_after_close: list[bool] = []
     errors: list[BaseException] = []
 
@@ -543,6 +544,8 @@ def test_threads_race_segments_and_close() -> None:
                     ok = recorder.record(E01, segment, EMIT, 1.0, instance=token)
                     if closed and ok:
                         accepted_after_close.append(ok)
+                    elif ok:
+                        recorded.set()
             except BaseException as exc:  # pragma: no cover
                 errors.append(exc)
 
@@ -550,6 +553,10 @@ def test_threads_race_segments_and_close() -> None:
     for t in threads:
         t.start()
     threads[0].join()
+    # The runtime may start all 200 segments before a producer runs at all (one
+    # scheduler slice on a busy machine): close once a record got in, so the
+    # close races with records still coming, as it does in a server.
+    recorded.wait(timeout=30)
     recorder.close()
     stop.set()
     for t in threads[1:]:
