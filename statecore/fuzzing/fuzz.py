@@ -42,6 +42,7 @@ from ..errors import StatecoreError
 from ..system import ActionLabel, System, SystemState, SystemStep
 from ..traces.path import follow
 from ..traces.trace import Trace
+from .collector import spaced_full_collections
 from .finding_store import FindingStore
 from .guided import DEFAULT_MAX_STATES, GOAL_KINDS, Goal, Planner
 from .interpreter import (
@@ -232,6 +233,7 @@ class FuzzInterrupted(StatecoreError):
 # -- running ---------------------------------------------------------------------
 
 
+@spaced_full_collections()  # the memo outlives every example (see `collector`)
 def fuzz(
     system: System,
     adapter_factory: Callable[[], Adapter],

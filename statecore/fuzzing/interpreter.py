@@ -27,7 +27,6 @@ step, so no conformance check is dropped.
 
 from __future__ import annotations
 
-import gc
 import sys
 import threading
 import time
@@ -56,6 +55,7 @@ from ..traces.judge import (
     internal_moves,
 )
 from ..traces.trace import Trace, TraceStep
+from .collector import CollectorPause
 
 CONFORMANCE = "conformance"
 CRASH = "crash"
@@ -206,7 +206,7 @@ def state_machine(
     class Fuzz(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self._collector = _CollectorPause()
+            self._collector = CollectorPause()
             try:
                 self._build()
             except BaseException:  # no teardown follows a machine that was never built
@@ -225,6 +225,10 @@ def state_machine(
             self.steps: list[TraceStep] = [TraceStep(None, "", self.state)]
             self.disabled: frozenset[ActionLabel] = frozenset()
             self.covered: set[tuple[str, str]] = set()
+            # Steps this example took, by action kind and by action: `act` offers the
+            # least taken first.
+            self.kinds_taken: Counter[str] = Counter()
+            self.labels_taken: Counter[ActionLabel] = Counter()
             self.failed = False
             self.after_known: str | None = None  # the first known property this example violated
             self._cache: tuple[SystemState, list[SystemStep]] | None = None
@@ -257,6 +261,8 @@ def state_machine(
             before = self.state
             self.state = step_.state
             self.steps.append(TraceStep.of(step_))
+            self.kinds_taken[step_.action.name] += 1
+            self.labels_taken[step_.action] += 1
             record.steps[record.phase] += 1
             counts = record.taken[record.phase]
             for taken in step_.taken:
@@ -322,13 +328,24 @@ def state_machine(
             invalid example); drawing the kind first keeps an action with many
             argument combinations from crowding out the others. With nothing
             enabled (a deadlock of a bounded model), the step is skipped.
+
+            Kinds and actions are offered least taken in this example first
+            (ties in the model's order). A random draw is as likely to pick any
+            of them either way; but Hypothesis starts a search with the example
+            whose every choice is the first, and then extends prefixes the same
+            way, so those examples take every kind in turn instead of the first
+            declared over and over: the first example of a search already
+            exercises the whole model.
             """
             steps = self.enabled()
             if not steps:
                 return
-            kinds = sorted({s.action.name for s in steps}, key=order.__getitem__)
+            kinds_taken, labels_taken = self.kinds_taken, self.labels_taken
+            kinds = sorted({s.action.name for s in steps}, key=lambda k: (kinds_taken[k], order[k]))
             kind = kinds[0] if len(kinds) == 1 else _choose(data, kinds)
             options = [s for s in steps if s.action.name == kind]
+            if len(options) > 1:  # a stable sort: the model's order breaks ties
+                options.sort(key=lambda s: labels_taken[s.action])
             chosen = options[0] if len(options) == 1 else _choose(data, options)
             self.take(chosen)
 
@@ -474,46 +491,6 @@ def _draw(data: st.DataObject, strategy: st.SearchStrategy[T]) -> T:
         return data.draw(strategy)
     drawn: T = conjecture.draw(strategy)
     return drawn
-
-
-class _CollectorPause:
-    """Python's cyclic garbage collector paused for one example, resumed by `end`.
-
-    An example allocates model states, steps and observations at every step,
-    and most die with the step; each collection the allocations trigger
-    mid-example still walks the young objects, and promotes whatever the
-    example holds to the older generations, whose full collections walk the
-    whole heap (seconds with a large implementation, such as vLLM, imported).
-    Paused, nothing is collected mid-example; the example's cyclic garbage
-    goes at the first collection after it. Not paused when the collector was
-    off already, and never switched on by `end` then.
-
-    The first example of a process also moves the heap that exists then (the
-    implementation and its imports, the model) to the collector's permanent
-    generation (`gc.freeze`, after collecting the young generations), so the
-    full collections fuzzing's own allocations trigger walk only those, not
-    the implementation's libraries; cyclic garbage among the frozen objects
-    is not reclaimed in this process.
-    """
-
-    __slots__ = ("_paused",)
-    _froze = False
-
-    def __init__(self) -> None:
-        self._paused = gc.isenabled()
-        if not self._paused:
-            return
-        gc.disable()
-        if not _CollectorPause._froze:
-            _CollectorPause._froze = True
-            gc.collect(1)
-            gc.freeze()
-
-    def end(self) -> None:
-        """Let the collector run again (once; later calls do nothing)."""
-        if self._paused:
-            self._paused = False
-            gc.enable()
 
 
 def describe_mismatch(observed: object, expected: object) -> str:
