@@ -19,6 +19,10 @@ machine, side by side in one process, on the real vLLM-Omni 0.30.0 chunk-transfe
    first mutant each tool runs one untimed search of the unmutated adapter (first-use
    costs, statecore's model memo among them, stay outside the timing as in part 1).
 
+Both tools run in one process, under the garbage collector's pacing that ``statecore fuzz``
+sets for a run (`statecore.fuzzing.collector.spaced_full_collections`): full collections
+walk statecore's successor memo, so without it the baseline would pay for them too.
+
 The two tools count steps differently: a statecore step is one model action, so one
 send is ``begin``, ``process``, ``put`` and ``finish`` (and the consumer's ``receive``), while one
 baseline ``pump`` step runs a whole send.
@@ -61,6 +65,7 @@ from hypothesis.stateful import (
 
 from statecore.adapter import Adapter, AdapterError
 from statecore.errors import StatecoreError
+from statecore.fuzzing.collector import spaced_full_collections
 from statecore.fuzzing.fuzz import PROFILES, Finding, fuzz, state_machine
 from statecore.registry import resolve_adapter
 from statecore.system import System
@@ -800,7 +805,8 @@ def main() -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{'quick' if args.quick else 'full'} mode; load average {load} on {os.cpu_count()} CPUs")
 
-    speeds, notes = measure_speeds(mode)
+    with spaced_full_collections():  # `fuzz`'s pacing, for both tools alike
+        speeds, notes = measure_speeds(mode)
     print(f"1. fuzz throughput (max_examples={mode.throughput_examples} each, seed 0)")
     print(f"{'fuzzer / implementation':<48}{'examples/s':>11}{'steps/s':>10}{'steps/ex':>10}  note")
     for row in speeds:
@@ -841,7 +847,8 @@ def main() -> None:
     )
 
     progress("time to first failure ...")
-    targets = measure_targets(mode, progress)
+    with spaced_full_collections():
+        targets = measure_targets(mode, progress)
     print()
     print(
         f"2. time to the first failure: median over {mode.seeds} seeds (seconds, and examples "

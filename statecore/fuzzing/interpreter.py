@@ -225,10 +225,7 @@ def state_machine(
             self.steps: list[TraceStep] = [TraceStep(None, "", self.state)]
             self.disabled: frozenset[ActionLabel] = frozenset()
             self.covered: set[tuple[str, str]] = set()
-            # Steps this example took, by action kind and by action: `act` offers the
-            # least taken first.
-            self.kinds_taken: Counter[str] = Counter()
-            self.labels_taken: Counter[ActionLabel] = Counter()
+            self.kinds_taken: Counter[str] = Counter()  # `act` offers the least taken first
             self.failed = False
             self.after_known: str | None = None  # the first known property this example violated
             self._cache: tuple[SystemState, list[SystemStep]] | None = None
@@ -262,7 +259,6 @@ def state_machine(
             self.state = step_.state
             self.steps.append(TraceStep.of(step_))
             self.kinds_taken[step_.action.name] += 1
-            self.labels_taken[step_.action] += 1
             record.steps[record.phase] += 1
             counts = record.taken[record.phase]
             for taken in step_.taken:
@@ -329,23 +325,21 @@ def state_machine(
             argument combinations from crowding out the others. With nothing
             enabled (a deadlock of a bounded model), the step is skipped.
 
-            Kinds and actions are offered least taken in this example first
-            (ties in the model's order). A random draw is as likely to pick any
-            of them either way; but Hypothesis starts a search with the example
-            whose every choice is the first, and then extends prefixes the same
-            way, so those examples take every kind in turn instead of the first
-            declared over and over: the first example of a search already
-            exercises the whole model.
+            Kinds are offered least taken in this example first (ties in the
+            model's order), arguments in the model's order. Hypothesis starts a
+            search with the example whose every choice is the first, and its
+            early examples extend new prefixes the same way; so those examples
+            take every kind in turn instead of the first declared over and
+            over, while the first arguments keep coming back (the same id
+            reused, where reuse bugs live).
             """
             steps = self.enabled()
             if not steps:
                 return
-            kinds_taken, labels_taken = self.kinds_taken, self.labels_taken
-            kinds = sorted({s.action.name for s in steps}, key=lambda k: (kinds_taken[k], order[k]))
+            taken = self.kinds_taken
+            kinds = sorted({s.action.name for s in steps}, key=lambda k: (taken[k], order[k]))
             kind = kinds[0] if len(kinds) == 1 else _choose(data, kinds)
             options = [s for s in steps if s.action.name == kind]
-            if len(options) > 1:  # a stable sort: the model's order breaks ties
-                options.sort(key=lambda s: labels_taken[s.action])
             chosen = options[0] if len(options) == 1 else _choose(data, options)
             self.take(chosen)
 
