@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -71,3 +73,24 @@ def test_a_higher_threshold_or_a_switched_off_collector_is_left_alone(
     with spaced_full_collections(100):
         assert gc.get_threshold() == given
     assert gc.get_threshold() == given
+
+
+def test_the_heap_of_the_first_two_examples_goes_to_the_permanent_generation() -> None:
+    # In a fresh process: what the first example's first use allocates (the
+    # implementation's imports, here a thousand lists) is frozen by the second.
+    code = (
+        "import gc\n"
+        "from statecore.fuzzing.collector import CollectorPause\n"
+        "kept, counts = [], []\n"
+        "for _ in range(3):\n"
+        "    pause = CollectorPause()\n"
+        "    counts.append(gc.get_freeze_count())\n"
+        "    kept.append([[i] for i in range(1000)])\n"
+        "    pause.end()\n"
+        "print(*counts, gc.isenabled())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second, third, enabled = done.stdout.split()
+    assert int(second) >= int(first) + 1000
+    assert int(third) <= int(second)  # no third freeze
+    assert enabled == "True"
