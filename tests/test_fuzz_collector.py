@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from statecore.models.chunk_transfer import CHUNK_TRANSFER, variant_6670
@@ -94,3 +95,17 @@ def test_the_heap_of_the_first_two_examples_goes_to_the_permanent_generation() -
     assert int(second) >= int(first) + 1000
     assert int(third) <= int(second)  # no third freeze
     assert enabled == "True"
+
+
+def test_the_pacing_benchmark_runs_the_same_search_under_both_pacings() -> None:
+    bench = Path(__file__).parent.parent / "benchmarks" / "fuzz_collector.py"
+    command = [sys.executable, str(bench), "--examples", "12", "--rounds", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    rows = [
+        line.split()
+        for line in done.stdout.splitlines()
+        if line.split()[:1] in (["python"], ["statecore"])
+    ]
+    assert [row[0] for row in rows] == ["python", "statecore"]
+    assert rows[0][1] == rows[1][1] != "0"  # the same steps: pacing changes no choice
+    assert done.stdout.splitlines()[-1].startswith("RESULT python_steps_per_cpu_s=")

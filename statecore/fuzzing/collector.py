@@ -83,14 +83,16 @@ _SPACING = _Spacing()
 
 
 @contextmanager
-def spaced_full_collections(spacing: int = FULL_COLLECTION_SPACING) -> Iterator[None]:
+def spaced_full_collections(spacing: int | None = None) -> Iterator[None]:
     """Full collections at most every `spacing` middle-generation collections, inside.
 
+    `spacing` is `FULL_COLLECTION_SPACING` unless given (read at each entry).
     Runs may nest or overlap (threads): the first to start raises the
     threshold, the last to end restores what it found. A threshold already
     above `spacing`, or automatic collection switched off (a young threshold
     of 0), is left as it is.
     """
+    spacing = FULL_COLLECTION_SPACING if spacing is None else spacing
     with _SPACING.lock:
         if _SPACING.runs == 0:
             young, middle, old = _SPACING.saved = gc.get_threshold()
