@@ -71,7 +71,10 @@ class CollectorPause:
 
 
 class _Spacing:
-    """The fuzz runs in progress in this process, and the thresholds to restore after them."""
+    """The fuzz runs in progress in this process, and the thresholds to restore after them.
+
+    `saved` is None when the first run found nothing to change.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -95,8 +98,9 @@ def spaced_full_collections(spacing: int | None = None) -> Iterator[None]:
     spacing = FULL_COLLECTION_SPACING if spacing is None else spacing
     with _SPACING.lock:
         if _SPACING.runs == 0:
-            young, middle, old = _SPACING.saved = gc.get_threshold()
+            young, middle, old = gc.get_threshold()
             if young and old < spacing:
+                _SPACING.saved = (young, middle, old)
                 gc.set_threshold(young, middle, spacing)
         _SPACING.runs += 1
     try:
