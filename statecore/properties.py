@@ -155,27 +155,3 @@ def pending_hot(prop: Property, state: MonitorState) -> list[tuple[Hashable, str
     assert prop.machine is not None
     hot = prop.machine.hot_states
     return [(key, snap.state) for key, snap in state if snap.state in hot]
-
-
-def all_quiet(props: list[Property], view: StateView[Any], when_seen: set[str]) -> bool:
-    """Whether judging the always and sometimes `props` at `view` settles none of them.
-
-    Each always holds (an always whose `when` holds is added to `when_seen`) and no
-    sometimes is reached. Anything else, a raise included, is for the full
-    judgement to report: the explorer's quick pass over most states.
-    """
-    try:
-        for prop in props:
-            assert prop.predicate is not None
-            if prop.kind == "always":
-                if prop.when is not None:
-                    if not prop.when(view):
-                        continue
-                    when_seen.add(prop.id)
-                if not prop.predicate(view):
-                    return False
-            elif prop.predicate(view):
-                return False
-    except Exception:
-        return False
-    return True

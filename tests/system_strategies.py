@@ -34,12 +34,25 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from statecore import Event, Machine, State, Transition, out
 from statecore.definition import Policy
 from statecore.properties import Property, always, eventually, monitor, sometimes
 from statecore.system import Action, Component, Emitted, Global, Keys, StateView, System, Tx
+
+# Settings of a differential test that also takes a function-scoped fixture
+# (``monkeypatch``, set and undone inside each example).
+WITH_FIXTURE = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 OUTPUT_NAMES: tuple[str, ...] = ("o0", "o1")
 ACTORS: tuple[str, ...] = ("scheduler", "saver", "consumer")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from system_strategies import SystemSpec, build_system, systems
+from system_strategies import WITH_FIXTURE, SystemSpec, build_system, systems
 
 from statecore.check import explore as explore_module
 from statecore.check.explore import Report, explore
@@ -78,15 +78,7 @@ def test_hinted_walks_find_every_successor_on_random_systems(spec: SystemSpec) -
     hinted_closure(build_system(spec), 5_000)
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@WITH_FIXTURE
 @given(systems(symmetric_pair=True, naming=True))
 def test_the_explorer_reports_the_same_with_and_without_hints_on_random_systems(
     monkeypatch: pytest.MonkeyPatch, spec: SystemSpec

@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import ActionRaisedError, ModelError
-from ..properties import EMPTY_MONITOR, MonitorState, Property, all_quiet, pending_hot
+from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
 from ..system import ActionLabel, Emitted, StateView, System, SystemStep, TakenTransition
 from ..traces.judge import (
     HOLDS,
@@ -59,6 +59,7 @@ from .counterexample import Node, PropertyFault, action_error, property_error, r
 from .fingerprints import FingerprintStore, store_notes
 from .memory import resident_memory
 from .parallel import parallel_search
+from .predicates import PredicateCache
 from .reduction import Footprints, Reducer, search
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
 from .stepcache import ActionFault, Hint, SuccessorCache
@@ -163,6 +164,9 @@ class _Explorer:
         self.canonicalizer = Canonicalizer(system)
         self.symmetry = symmetry and self.canonicalizer.active
         self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
+        self.predicates = PredicateCache(system, self.guard, _predicate_names(self.props))
+        self._imaged: Node | None = None  # the node whose renamings `_images` keeps
+        self._node_images: list[tuple[Renaming, Node]] = []
         verify = self.guard.check_run if self.guard is not None else None
         self.por = None if footprints is None else Reducer(system, footprints)
         if self.por is not None:  # its memo learns what each action reads and writes
@@ -441,22 +445,18 @@ class _Explorer:
         self.state_props = self._undecided_state_props()
 
     def _check_state(self, node: Node) -> None:
-        view = self.system.view(node[0])
-        if self.guard is None and all_quiet(self.state_props, view, self.when_seen):
-            return
-        images = self.guard.images(node) if self.guard is not None else ()
         for prop in self.state_props:
             assert prop.predicate is not None
             if prop.id in self.results:  # settled earlier in this loop
                 continue
             if prop.kind == "always":
                 if prop.when is not None:
-                    if not self._holds(prop, "its condition", prop.when, node, view, images):
+                    if not self._holds(prop, "its condition", prop.when, node):
                         continue
                     self.when_seen.add(prop.id)
-                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
+                if not self._holds(prop, "its predicate", prop.predicate, node):
                     self._violate(prop, node, None, INVARIANT_FALSE)
-            elif self._holds(prop, "its predicate", prop.predicate, node, view, images):
+            elif self._holds(prop, "its predicate", prop.predicate, node):
                 trace = self._trace(node, None, prop, "witness", REACHED)
                 self._settle(PropertyResult(prop, HOLDS, trace, REACHED))
 
@@ -466,20 +466,20 @@ class _Explorer:
         part: str,
         predicate: Callable[[StateView[Any]], bool],
         node: Node,
-        view: StateView[Any],
-        images: list[tuple[Renaming, Node]] | tuple[()],
     ) -> bool:
-        """`predicate` at `node`, the same on every renaming of it when symmetry is on."""
-        system = self.system
+        """`predicate` at `node`, the same on every renaming of it when symmetry is on.
+
+        The predicate memo knows the renamings of most states' values already
+        (`statecore.check.predicates`); the others are judged here.
+        """
         try:
-            value = bool(predicate(view))
-            if images:
-                assert self.guard is not None
+            value, on_orbit = self.predicates.judge(predicate, node[0])
+            if not on_orbit and self.guard is not None:
                 self.guard.check_value(
                     f"{part} of property {prop.id!r}",
-                    lambda image: predicate(system.view(image[0])),
+                    self.predicates.on_image(predicate),
                     value,
-                    images,
+                    self._images(node),
                 )
         except Asymmetry:
             raise
@@ -487,17 +487,22 @@ class _Explorer:
             raise self._property_error(PropertyFault(prop, part, exc), node, None) from exc
         return value
 
+    def _images(self, node: Node) -> list[tuple[Renaming, Node]]:
+        """The renamings of `node` other than itself (those of the last node asked for are kept)."""
+        assert self.guard is not None
+        if self._imaged is not node:
+            self._imaged, self._node_images = node, self.guard.images(node)
+        return self._node_images
+
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
         self.quiescent_seen = True
-        view = self.system.view(node[0])
-        images = self.guard.images(node) if self.guard is not None else ()
         where = rest_place(deadlock)
         for prop in self.props:
             if prop.id in self.results:
                 continue
             if prop.kind == "eventually":
                 assert prop.predicate is not None
-                if not self._holds(prop, "its predicate", prop.predicate, node, view, images):
+                if not self._holds(prop, "its predicate", prop.predicate, node):
                     self._violate(prop, node, None, eventually_false(where))
             elif prop.kind == "monitor":
                 index = 1 + self.monitors.index(prop)
@@ -507,7 +512,7 @@ class _Explorer:
                         f"monitor {prop.id!r}",
                         lambda image, p=prop, i=index: pending_hot(p, image[i]),  # type: ignore[misc]
                         pending,
-                        images,
+                        self._images(node),
                     )
                 if pending:
                     self._violate(prop, node, None, hot_monitor(prop, node[index], where))
@@ -595,3 +600,14 @@ def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     for node in explorer.parents:
         report_states.add(node[0])
     return report_states
+
+
+def _predicate_names(props: tuple[Property, ...]) -> dict[Callable[[StateView[Any]], object], str]:
+    """How a report names each property's predicate and condition."""
+    names: dict[Callable[[StateView[Any]], object], str] = {}
+    for prop in props:
+        if prop.when is not None:
+            names.setdefault(prop.when, f"its condition of property {prop.id!r}")
+        if prop.predicate is not None:
+            names.setdefault(prop.predicate, f"its predicate of property {prop.id!r}")
+    return names

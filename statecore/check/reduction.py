@@ -48,13 +48,14 @@ without it, and says so).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from ..properties import Property
-from ..system import Emitted, StateView, System, SystemState, SystemStep
+from ..system import Emitted, System, SystemState, SystemStep
 from ..traces.judge import VIOLATED, at_rest
+from .reads import logged_view
 from .results import Report
 from .stepcache import Run, SuccessorCache, Verify, run_attempt
 from .symmetry import Canonicalizer
@@ -398,63 +399,6 @@ def _routes(prop: Property, emitted: Emitted) -> bool:
 # -- what a property reads ---------------------------------------------------------
 
 
-class _Logged:
-    """A tuple of a state's slots or globals that logs each item read (first read only)."""
-
-    __slots__ = ("_items", "_log", "_offset")
-
-    def __init__(self, items: tuple[Any, ...], log: dict[int, Any], globals_: bool) -> None:
-        self._items = items
-        self._log = log
-        self._offset = globals_
-
-    def _read(self, i: int) -> Any:
-        value = self._items[i]
-        self._log.setdefault(~i if self._offset else i, value)
-        return value
-
-    def _all(self) -> tuple[Any, ...]:
-        for i in range(len(self._items)):
-            self._read(i)
-        return self._items
-
-    def __getitem__(self, key: int | slice) -> Any:
-        if isinstance(key, slice):
-            return tuple(self._read(i) for i in range(len(self._items))[key])
-        return self._read(range(len(self._items))[key])
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._all())
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._all()
-
-    def __eq__(self, other: object) -> bool:
-        return self._all() == other
-
-    def __hash__(self) -> int:
-        return hash(self._all())
-
-    def __repr__(self) -> str:
-        return repr(self._all())
-
-
-class _LoggedView(StateView[Any]):
-    """A `StateView` whose every read of a slot or global is logged (``view.g`` field by field)."""
-
-    __slots__ = ()
-
-    @property
-    def g(self) -> Any:
-        return self.system.globals_reader()(self)
-
-    def value_at(self, index: int) -> Any:
-        return self.state.values[index]
-
-
 def _property_reads(
     system: System, prop: Property, state: SystemState
 ) -> tuple[list[tuple[int, Any]], int, bool]:
@@ -464,11 +408,7 @@ def _property_reads(
     cannot be judged on the logging view is taken to read everything.
     """
     log: dict[int, Any] = {}
-    logged = SystemState(
-        cast(tuple[Any, ...], _Logged(state.slots, log, False)),
-        cast(tuple[Hashable, ...], _Logged(state.values, log, True)),
-    )
-    view = _LoggedView(system, logged)
+    view = logged_view(system, state, log)
     assert prop.predicate is not None
     try:
         if prop.when is None or prop.when(view):

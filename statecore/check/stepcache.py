@@ -313,29 +313,8 @@ class SuccessorCache:
                 self._slots,
             )
         if not run.whole and self._room > 0:
-            self._insert(index, state, list(run.reads), leaf)
-        return leaf
-
-    def _insert(
-        self,
-        index: int,
-        state: SystemState,
-        reads: list[tuple[Location, Any]],
-        leaf: _End,
-    ) -> None:
-        """Add the path `reads` -> `leaf` to the tree of attempt `index`.
-
-        A path that disagrees with the tree (another location read after the
-        same values) comes from an action that is not deterministic.
-        """
-        parent: dict[Any, _Node] | None = None
-        key: Any = None
-        node = self._roots[index]
-        for location, value in reads:
-            if node is _UNKNOWN:
-                node = _Probe(location, self._slots)
-                self._attach(index, parent, key, node)
-            if not isinstance(node, _Probe) or node.location != location:
+            grown = add_path(self._roots[index], run.reads, leaf, self._slots)
+            if grown is None:
                 raise ActionFault(
                     self._labels[index],
                     state,
@@ -343,17 +322,42 @@ class SuccessorCache:
                     "location than on an earlier state",
                     None,
                 )
-            parent, key = node.branches, value
-            node = parent.get(value, _UNKNOWN)
-        if node is _UNKNOWN:
-            self._attach(index, parent, key, leaf)
+            self._roots[index], added = grown
+            self._room -= added
+        return leaf
 
-    def _attach(self, index: int, parent: dict[Any, _Node] | None, key: Any, node: _Node) -> None:
-        self._room -= 1
+
+def add_path(
+    root: _Node, reads: tuple[tuple[Location, Any], ...], leaf: _Node, slots: int
+) -> tuple[_Node, int] | None:
+    """`root` with the path `reads` -> `leaf` added, and how many nodes that took.
+
+    None if the path disagrees with the tree (another location read after the
+    same values): what made it is not a function of what it reads.
+    """
+    added = 0
+    parent: dict[Any, _Node] | None = None
+    key: Any = None
+    node = root
+    for location, value in reads:
+        if node is _UNKNOWN:
+            node = _Probe(location, slots)
+            added += 1
+            if parent is None:
+                root = node
+            else:
+                parent[key] = node
+        if type(node) is not _Probe or node.location != location:
+            return None
+        parent, key = node.branches, value
+        node = parent.get(value, _UNKNOWN)
+    if node is _UNKNOWN:
+        added += 1
         if parent is None:
-            self._roots[index] = node
+            root = leaf
         else:
-            parent[key] = node
+            parent[key] = leaf
+    return root, added
 
 
 def _difference(first: Run, second: Run) -> str:

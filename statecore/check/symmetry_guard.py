@@ -173,6 +173,39 @@ class SymmetryGuard:
                     f"changes with {_names(renaming)}"
                 )
 
+    def check_path(
+        self,
+        what: str,
+        judge: Callable[[SystemState], tuple[tuple[tuple[int, Any], ...], bool]],
+        state: SystemState,
+        reads: tuple[tuple[int, Any], ...],
+        value: bool,
+    ) -> bool:
+        """Whether predicate `what` that read `reads` on `state` and gave `value` gives it on
+        every renaming of every state that agrees with `reads` (`statecore.check.predicates`).
+
+        `judge` gives the predicate's reads and value on a state. Each renaming of
+        `reads` is patched into `state`: judged there, the predicate must read
+        only the renamed locations (then the renamed reads alone decide it on
+        any state that has them), and give `value`, else it tells the ids apart
+        on the renaming of a state that has `reads`, `state` itself. False if
+        it read elsewhere: the renamed states decide, one by one.
+        """
+        for renaming, slots, plan in zip(self.renamings, self._slot_maps, self._plans):
+            expected = tuple((_renamed_location(loc, slots), plan.renamed(v)) for loc, v in reads)
+            try:
+                seen, got = judge(_patched(state, expected))
+            except Exception:
+                return False
+            if not {loc for loc, _ in seen} <= {loc for loc, _ in expected}:
+                return False
+            if got != value:
+                raise Asymmetry(
+                    f"{what} tells symmetric ids apart: its value in a reachable state "
+                    f"changes with {_names(renaming)}"
+                )
+        return True
+
     def check_monitor_step(
         self,
         ids: Sequence[str],

@@ -1,0 +1,167 @@
+"""Memoised predicates: each property's predicate as a decision tree over what it reads.
+
+A predicate (a property's ``predicate`` or ``when``) is a function of the
+state it reads through its `StateView`, so its value is decided by the
+locations it read and the values there, in order, exactly as an action's
+run is (`statecore.check.stepcache`, whose trees this reuses). Most
+properties of a lifecycle model read a few fields that most steps leave
+alone, so judging them on a new state becomes a few dictionary lookups
+instead of a call through a view.
+
+The premise is checked where it costs least, on each path learned:
+
+* the predicate is judged twice on a logging view (`statecore.check.reads`),
+  and two judgements that differ stop the search (`PredicateNotDeterministic`);
+* it is judged once more on the plain view: a predicate whose value changes
+  when its reads are logged (it looks at the tuples' types or identities) is
+  judged plainly from then on, as is one that raises only on the logging view;
+* a path that disagrees with the tree (another location read after the same
+  values) is not added. Equal values are one value to the memo, as equal
+  states are one state to the explorer, yet two equal frozensets may iterate
+  in different orders, and a predicate that stops early then reads different
+  locations. Its value cannot differ: a predicate whose value depended on the
+  order would already take either value on an equal state (which one the
+  explorer keeps is chance), with or without the memo;
+* a predicate whose new paths keep coming (most states give it a new
+  combination of values: a whole queue, every instance's snapshot) is judged
+  plainly once learning costs more than it saves: when, over a window of
+  `_WINDOW` judgements, more than a third of them learned a path.
+
+With symmetry reduction, `statecore.check.symmetry_guard` needs each predicate
+to have one value on a whole orbit. Judged plainly, that is checked on every
+renaming of every state. A learned path is checked once instead: each
+renaming of its reads, patched into the state, must give the same value
+while reading only those locations; then every state that follows the path
+has that value on all its renamings (`SymmetryGuard.check_path`). A path that
+reads elsewhere under some renaming leaves its states to the per-state check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..system import StateView, System, SystemState
+from .reads import Reads, reads_of
+from .stepcache import _UNKNOWN, _Node, _Probe, add_path
+from .symmetry_guard import SymmetryGuard
+
+__all__ = ["PredicateCache", "PredicateNotDeterministic"]
+
+Predicate = Callable[[StateView[Any]], object]
+
+# Leaves: (value, checked on the orbit).
+_LEAVES = {(v, c): (v, c) for v in (False, True) for c in (False, True)}
+
+_WINDOW = 4096  # judgements of a predicate over which its learning cost is weighed
+_PLAIN = object()  # the root of a predicate judged plainly
+
+
+class PredicateNotDeterministic(Exception):
+    """Two judgements of a predicate on one state differed."""
+
+
+class PredicateCache:
+    """Judges predicates on states, memoised per predicate on the locations it reads.
+
+    `judge` gives the value and whether it is known to be the same on every
+    renaming of the state (always False without a `guard`). `names` says how
+    the guard's report names each predicate.
+    """
+
+    def __init__(
+        self,
+        system: System,
+        guard: SymmetryGuard | None = None,
+        names: dict[Predicate, str] | None = None,
+        max_nodes: int = 1 << 20,
+    ) -> None:
+        self.system = system
+        self._names = names or {}  # how an error names a predicate
+        self._guard = guard
+        self._slots = len(system.slot_keys())
+        self._roots: dict[Predicate, Any] = {}
+        self._counts: dict[Predicate, list[int]] = {}  # [judged, learned] in this window
+        self._room = max_nodes
+        self._last: SystemState | None = None  # the state last judged, and for it:
+        self._flat: tuple[Any, ...] | None = None  # its slots and globals in one tuple
+        self._view: StateView[Any] | None = None  # a plain view
+
+    def judge(self, predicate: Predicate, state: SystemState) -> tuple[bool, bool]:
+        """`predicate` on `state` (as a truth value), and whether it holds on the whole orbit."""
+        if state is not self._last:  # what judging `state` needs, made once for all predicates
+            self._last, self._flat, self._view = state, None, None
+        node = self._roots.get(predicate, _UNKNOWN)
+        if node is _PLAIN:
+            view = self._view
+            if view is None:
+                view = self._view = StateView(self.system, state)
+            return bool(predicate(view)), False
+        flat = self._flat
+        if flat is None:
+            flat = self._flat = state[0] + state[1]
+        while type(node) is _Probe:
+            node = node.branches.get(flat[node.position], _UNKNOWN)
+        counts = self._counts.setdefault(predicate, [0, 0])
+        counts[0] += 1
+        if node is _UNKNOWN:
+            return self._learn(predicate, state, counts)
+        value: tuple[bool, bool] = node
+        return value
+
+    def on_image(self, predicate: Predicate) -> Callable[[tuple[Any, ...]], bool]:
+        """`predicate`'s truth value on an explorer node (a state and its monitor states)."""
+        if self._roots.get(predicate) is _PLAIN:
+            system = self.system
+            return lambda node: bool(predicate(StateView(system, node[0])))
+        judge = self.judge
+        return lambda node: judge(predicate, node[0])[0]
+
+    def _learn(
+        self, predicate: Predicate, state: SystemState, counts: list[int]
+    ) -> tuple[bool, bool]:
+        """Judge `predicate` on `state` three times (see the module doc) and remember the path."""
+        system = self.system
+        plain = bool(predicate(StateView(system, state)))
+        try:
+            reads, value = reads_of(system, predicate, state)
+        except Exception:  # it cannot be judged on the logging view: judge it plainly
+            return self._plainly(predicate, plain)
+        again = reads_of(system, predicate, state)
+        if again != (reads, value):
+            what = "values" if again[0] == reads else "locations or values read"
+            raise PredicateNotDeterministic(
+                f"is not deterministic: two judgements of the same state differ in the {what}; "
+                "a predicate must be a function of the state it is given"
+            )
+        if value != plain:  # it can tell the logging view apart
+            return self._plainly(predicate, plain)
+        counts[1] += 1
+        if counts[0] >= _WINDOW:  # weigh the last window: a search's first states are all new
+            if 3 * counts[1] > counts[0]:  # new paths keep coming: learning costs more
+                return self._plainly(predicate, plain)
+            counts[0] = counts[1] = 0
+        checked = self._guard is not None and self._guard.check_path(
+            self._names.get(predicate, "a property's predicate"),
+            lambda image: reads_of(system, predicate, image),
+            state,
+            reads,
+            value,
+        )
+        leaf: tuple[bool, bool] = _LEAVES[value, checked]
+        if self._room > 0:
+            self._grow(predicate, reads, leaf)
+        return leaf
+
+    def _grow(self, predicate: Predicate, reads: Reads, leaf: tuple[bool, bool]) -> None:
+        """Add the path `reads` -> `leaf`, unless it disagrees with the tree (module doc)."""
+        root: _Node = self._roots.get(predicate, _UNKNOWN)
+        grown = add_path(root, reads, leaf, self._slots)  # type: ignore[arg-type]
+        if grown is not None:
+            self._roots[predicate], added = grown
+            self._room -= added
+
+    def _plainly(self, predicate: Predicate, value: bool) -> tuple[bool, bool]:
+        """Judge `predicate` plainly from now on; `value` is its value on this state."""
+        self._roots[predicate] = _PLAIN
+        return value, False
