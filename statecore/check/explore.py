@@ -59,7 +59,7 @@ from .counterexample import Node, PropertyFault, action_error, property_error, r
 from .fingerprints import FingerprintStore, store_notes
 from .memory import resident_memory
 from .parallel import parallel_search
-from .predicates import PredicateCache
+from .predicates import PredicateCache, predicate_names
 from .reduction import Footprints, Reducer, search
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
 from .stepcache import ActionFault, Hint, SuccessorCache
@@ -164,9 +164,7 @@ class _Explorer:
         self.canonicalizer = Canonicalizer(system)
         self.symmetry = symmetry and self.canonicalizer.active
         self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
-        self.predicates = PredicateCache(system, self.guard, _predicate_names(self.props))
-        self._imaged: Node | None = None  # the node whose renamings `_images` keeps
-        self._node_images: list[tuple[Renaming, Node]] = []
+        self.predicates = PredicateCache(system, self.guard, predicate_names(self.props))
         verify = self.guard.check_run if self.guard is not None else None
         self.por = None if footprints is None else Reducer(system, footprints)
         if self.por is not None:  # its memo learns what each action reads and writes
@@ -479,20 +477,13 @@ class _Explorer:
                     f"{part} of property {prop.id!r}",
                     self.predicates.on_image(predicate),
                     value,
-                    self._images(node),
+                    self.guard.images(node),
                 )
         except Asymmetry:
             raise
         except Exception as exc:
             raise self._property_error(PropertyFault(prop, part, exc), node, None) from exc
         return value
-
-    def _images(self, node: Node) -> list[tuple[Renaming, Node]]:
-        """The renamings of `node` other than itself (those of the last node asked for are kept)."""
-        assert self.guard is not None
-        if self._imaged is not node:
-            self._imaged, self._node_images = node, self.guard.images(node)
-        return self._node_images
 
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
         self.quiescent_seen = True
@@ -512,7 +503,7 @@ class _Explorer:
                         f"monitor {prop.id!r}",
                         lambda image, p=prop, i=index: pending_hot(p, image[i]),  # type: ignore[misc]
                         pending,
-                        self._images(node),
+                        self.guard.images(node),
                     )
                 if pending:
                     self._violate(prop, node, None, hot_monitor(prop, node[index], where))
@@ -600,14 +591,3 @@ def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     for node in explorer.parents:
         report_states.add(node[0])
     return report_states
-
-
-def _predicate_names(props: tuple[Property, ...]) -> dict[Callable[[StateView[Any]], object], str]:
-    """How a report names each property's predicate and condition."""
-    names: dict[Callable[[StateView[Any]], object], str] = {}
-    for prop in props:
-        if prop.when is not None:
-            names.setdefault(prop.when, f"its condition of property {prop.id!r}")
-        if prop.predicate is not None:
-            names.setdefault(prop.predicate, f"its predicate of property {prop.id!r}")
-    return names

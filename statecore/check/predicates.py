@@ -41,12 +41,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..properties import Property
 from ..system import StateView, System, SystemState
 from .reads import Reads, reads_of
 from .stepcache import _UNKNOWN, _Node, _Probe, add_path
 from .symmetry_guard import SymmetryGuard
 
-__all__ = ["PredicateCache", "PredicateNotDeterministic"]
+__all__ = ["PredicateCache", "PredicateNotDeterministic", "predicate_names"]
 
 Predicate = Callable[[StateView[Any]], object]
 
@@ -165,3 +166,14 @@ class PredicateCache:
         """Judge `predicate` plainly from now on; `value` is its value on this state."""
         self._roots[predicate] = _PLAIN
         return value, False
+
+
+def predicate_names(props: tuple[Property, ...]) -> dict[Predicate, str]:
+    """How a report names each property's predicate and condition (`PredicateCache`'s names)."""
+    names: dict[Predicate, str] = {}
+    for prop in props:
+        if prop.when is not None:
+            names.setdefault(prop.when, f"its condition of property {prop.id!r}")
+        if prop.predicate is not None:
+            names.setdefault(prop.predicate, f"its predicate of property {prop.id!r}")
+    return names

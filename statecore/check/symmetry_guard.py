@@ -82,6 +82,8 @@ class SymmetryGuard:
         self._plans = [canonicalizer.plan_of(r) for r in self.renamings]
         # Orbits of runs already checked: (attempt, reads) of each run and its images.
         self._checked: set[tuple[int, tuple[tuple[int, Any], ...]]] = set()
+        self._imaged: Any = None  # the node `images` was last asked for, and its images
+        self._node_images: list[tuple[Renaming, Any]] = []
 
     # -- 1: the initial states ------------------------------------------------------
 
@@ -154,8 +156,14 @@ class SymmetryGuard:
     # -- 4: properties --------------------------------------------------------------
 
     def images(self, node: Any) -> list[tuple[Renaming, Any]]:
-        """Every renaming of explorer node `node` that is not `node` itself."""
-        return [(r, image) for r, image in self._images(node) if image != node]
+        """Every renaming of explorer node `node` that is not `node` itself.
+
+        Those of the last node asked for are kept: its properties ask one by one.
+        """
+        if node is not self._imaged:
+            self._imaged = node
+            self._node_images = [(r, image) for r, image in self._images(node) if image != node]
+        return self._node_images
 
     def check_value(
         self,
