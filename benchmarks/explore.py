@@ -162,7 +162,7 @@ def model(bound: Bound) -> System:
         tx.require(handle is not None)
         assert handle is not None
         tx.require(tx.fire(handle, event).accepted)
-        tx.set("queue", (*tx.get("queue"), (handle, kind)))
+        tx.append("queue", (handle, kind))
 
     def save_chunk(tx: Tx, ext: Hashable) -> None:
         save(tx, ext, "save_chunk", "chunk")

@@ -198,7 +198,7 @@ def queue_task(tx: Tx[Shared], call: SaveCall, token: Handle | None) -> None:
     else:  # admitted: the consumer is owed this chunk or segment end
         tx.put(owed=tx.g.owed | {Owed(request, call.number)})
     task = Task(token, request, call.kind, segment=call.segment, save=call.number)
-    tx.put(queue=(*tx.g.queue, task))
+    tx.append("queue", task)  # _pending_save_reqs.append(task)
 
 
 def skip_silently(tx: Tx[Shared], request: Handle) -> None:

@@ -59,7 +59,8 @@ class TxRecord(NamedTuple):
     j is location ~j (negative). `reads` is ``(location, value)`` for each
     location of the starting state read before being written, in the order of
     the first read; `slot_writes` and `value_writes` are the final value of
-    each slot and global written, by index; `whole` says the transaction
+    each slot and global written, by index (an `Appended` for a global the
+    transaction appended to without reading it); `whole` says the transaction
     looked at the whole state (`Tx.before`, `Tx.result`), so its reads do not
     tell all it depended on.
     """
@@ -70,6 +71,20 @@ class TxRecord(NamedTuple):
     outputs: tuple[Emitted, ...]
     taken: tuple[TakenTransition, ...]
     whole: bool
+
+
+class Appended(NamedTuple):
+    """A global's write in a `TxRecord` when the action only appended to it (`Tx.append`).
+
+    The action never read the starting value, so the value written is that
+    value, whatever it is, with `items` after it (`onto`).
+    """
+
+    items: tuple[Hashable, ...]
+
+    def onto(self, value: Any) -> tuple[Hashable, ...]:
+        """The value written when the global held `value`."""
+        return (*value, *self.items)
 
 
 class Tx(Generic[G]):
@@ -84,6 +99,7 @@ class Tx(Generic[G]):
     """
 
     __slots__ = (
+        "_appended",
         "_before",
         "_g",
         "_outputs",
@@ -113,6 +129,9 @@ class Tx(Generic[G]):
         self._written: set[int] = set()
         self._whole = False  # whether the whole state was looked at
         self._g: G | None = None
+        # Per global appended to (`append`) whose starting value is still unread and
+        # not overwritten: the items appended.
+        self._appended: dict[int, tuple[Hashable, ...]] = {}
 
     @property
     def before(self) -> SystemState:
@@ -134,7 +153,10 @@ class Tx(Generic[G]):
         location = ~index
         if location not in self._seen:
             self._seen.add(location)
-            self._reads.append((location, value))
+            # The starting value: `append` may have added to it without reading it.
+            self._reads.append((location, self._before[1][index]))
+            if self._appended:
+                self._appended.pop(index, None)  # what was appended now depends on it
         return value
 
     # Global `index`, read and logged: what each field of ``tx.g`` reads
@@ -154,6 +176,8 @@ class Tx(Generic[G]):
         self._values[index] = value  # type: ignore[index]
         self._seen.add(~index)
         self._written.add(~index)
+        if self._appended:
+            self._appended.pop(index, None)  # overwritten: what was appended is gone
 
     def record(self) -> TxRecord:
         """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`).
@@ -169,14 +193,20 @@ class Tx(Generic[G]):
                 TxRecord,
                 (tuple(self._reads), (), (), tuple(self._outputs), tuple(self._taken), self._whole),
             )
-        slots, values = self._slots, self._values
+        slots, values, appended = self._slots, self._values, self._appended
         order = sorted(written)
         return _new(
             TxRecord,
             (
                 tuple(self._reads),
                 tuple([(i, slots[i]) for i in order if i >= 0]),
-                tuple([(~i, values[~i]) for i in order if i < 0]),
+                tuple(
+                    [
+                        (~i, Appended(appended[~i]) if ~i in appended else values[~i])
+                        for i in order
+                        if i < 0
+                    ]
+                ),
                 tuple(self._outputs),
                 tuple(self._taken),
                 self._whole,
@@ -208,6 +238,32 @@ class Tx(Generic[G]):
         index = self.system.global_field_index
         for name, value in changes.items():
             self._write_value(index(name), value)
+
+    def append(self, name: str, item: Hashable) -> None:
+        """Append `item` to the tuple in global `name` without reading it: a FIFO's put.
+
+        ``tx.append("queue", task)`` is ``tx.set("queue", (*tx.get("queue"), task))``
+        but for the log: the action has not looked at the queue, so what it
+        does holds whatever the queue holds, and the successor memo learns it
+        once for all of them instead of once per queue (`Appended`). Reading
+        the global later in the same action reads it as usual (the log then
+        has its starting value).
+        """
+        index = self.system.global_index(name)
+        current = self._values[index]
+        if type(current) is not tuple:
+            raise ActionError(
+                f"system {self.system.name!r}: tx.append({name!r}, ...) needs a tuple in "
+                f"global {name!r}, which holds {current!r}; append to a tuple global, or "
+                "write others with tx.set"
+            )
+        if type(self._values) is tuple:
+            self._values = list(self._values)
+        self._values[index] = (*current, item)  # type: ignore[index]
+        location = ~index
+        self._written.add(location)
+        if location not in self._seen:
+            self._appended[index] = (*self._appended.get(index, ()), item)
 
     def get(self, name: str) -> Any:
         """The current value of global `name`."""

@@ -11,8 +11,8 @@ fails) and then built (`build_system`). Guarantees, by construction:
 * 0-1 global: a bounded counter or a short FIFO tuple of ``(handle, event)``
   items;
 * 2-5 actions of three actors, some internal, that spawn, fire, retire, push,
-  pop or count, each guarded with ``tx.require`` so the space stays small and
-  finite;
+  pop or count (a spawn may also append to the FIFO without reading it), each
+  guarded with ``tx.require`` so the space stays small and finite;
 * a few always/eventually/sometimes properties whose predicates count
   instances or read the global, and 0-1 monitor per key over the outputs the
   machines emit.
@@ -112,6 +112,7 @@ class ActionSpec:
     event: str = ""  # fire: the event; push: the event the pop will fire
     fresh: bool = True  # spawn: only when no live instance
     counted: bool = False  # spawn/count: require counter < bound and increment
+    enqueue: bool = False  # spawn: then append (handle, event) to the FIFO, unread (`Tx.append`)
     emit: str = ""  # the action itself emits out(emit)
     only: int | None = None  # enabled for this id (index into the keys) only, in its code
     domain: int | None = None  # the parameter's domain holds this id only
@@ -220,6 +221,8 @@ def _run(spec: ActionSpec, glob: GlobalSpec | None, keys: Keys | None = None) ->
                 tx.require(not tx.live((comp, k)))
             counted(tx)
             tx.spawn(comp, k)
+            if spec.enqueue and glob is not None and glob.kind == "fifo":
+                tx.append(glob.name, (tx.handle(comp, k), event))  # bounded by the generations
             finish(tx)
 
         return run_spawn
@@ -464,6 +467,7 @@ def systems(draw: st.DrawFn, symmetric_pair: bool = False, naming: bool = False)
                 fresh=draw(st.booleans()),
                 counted=draw(st.booleans()),
                 emit=draw(st.sampled_from(("", "", "", *OUTPUT_NAMES))),
+                enqueue=op == "spawn" and "push" in ops and draw(st.booleans()),
             )
         )
 

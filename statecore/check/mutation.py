@@ -49,6 +49,7 @@ SITE_KINDS: dict[str, tuple[str, ...]] = {
     "require": ("negate-require", "skip-require"),
     "set": ("skip-set",),
     "put": ("skip-put",),
+    "append": ("skip-append",),
     "fire": ("skip-fire",),
     "spawn": ("skip-spawn",),
     "retire": ("skip-retire",),
@@ -146,6 +147,10 @@ class _RecordingTx(Tx[Any]):
     def put(self, **changes: Hashable) -> None:
         self._note("put")
         super().put(**changes)
+
+    def append(self, name: str, item: Hashable) -> None:
+        self._note("append")
+        super().append(name, item)
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         self._note("fire")
@@ -367,6 +372,10 @@ class _MutantTx(Tx[Any]):
     def put(self, **changes: Hashable) -> None:
         if not self._hit("put"):
             super().put(**changes)
+
+    def append(self, name: str, item: Hashable) -> None:
+        if not self._hit("append"):
+            super().append(name, item)
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         if not self._hit("fire"):

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from ..system import System
 from ..system_parts import ActionLabel, Emitted, Slot, SystemState, SystemStep, TakenTransition
-from ..transaction import Disabled, Tx
+from ..transaction import Appended, Disabled, Tx
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
@@ -113,6 +113,7 @@ class _Leaf:
 
     __slots__ = (
         "actor",
+        "appends",
         "fixed",
         "internal",
         "label",
@@ -148,6 +149,16 @@ class _Leaf:
         self.parts = (outputs, taken)
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
+        # The globals appended to unread (`Tx.append`): written as each one's value allows.
+        self.appends = tuple(i for i, value in value_writes if type(value) is Appended)
+
+    def fits(self, state: SystemState) -> bool:
+        """Whether every global this outcome appends to holds a tuple in `state`.
+
+        The run never read them, only checked that they were tuples (`Tx.append`).
+        """
+        values = state[1]
+        return all(type(values[i]) is tuple for i in self.appends)
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -160,7 +171,7 @@ class _Leaf:
         if self.value_writes:
             new_values = list(values)
             for index, value in self.value_writes:
-                new_values[index] = value
+                new_values[index] = value.onto(values[index]) if type(value) is Appended else value
             values = tuple(new_values)
         return _new(SystemStep, (*self.fixed, _new(SystemState, (slots, values)), *self.parts))
 
@@ -278,6 +289,8 @@ class SuccessorCache:
                     node = self._learn(index, state)
             ends.append(node)  # type: ignore[arg-type]
             if type(node) is leaf:
+                if node.appends and not node.fits(state):
+                    self._learn(index, state)  # raises: `Tx.append` to a global that is no tuple
                 steps.append(node.step(state))
                 writes.append(node.writes)
         return steps, ends, writes
