@@ -171,10 +171,7 @@ def model(bound: Bound) -> System:
         save(tx, ext, "save_terminal", "terminal")
 
     def save_thread(tx: Tx) -> None:
-        queue = tx.get("queue")
-        tx.require(queue)
-        tx.set("queue", queue[1:])
-        handle, kind = queue[0]
+        handle, kind = tx.popleft("queue")
         tx.fire(handle, "put_chunk" if kind == "chunk" else "put_terminal")
 
     def consume(tx: Tx, ext: Hashable) -> None:

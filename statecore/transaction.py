@@ -59,8 +59,9 @@ class TxRecord(NamedTuple):
     j is location ~j (negative). `reads` is ``(location, value)`` for each
     location of the starting state read before being written, in the order of
     the first read; `slot_writes` and `value_writes` are the final value of
-    each slot and global written, by index (an `Appended` for a global the
-    transaction appended to without reading it); `whole` says the transaction
+    each slot and global written, by index (an `Edited` for a global the
+    transaction took from the front of or appended to without reading it
+    whole, whose front then shows in `reads` as a `Front`); `whole` says the transaction
     looked at the whole state (`Tx.before`, `Tx.result`), so its reads do not
     tell all it depended on.
     """
@@ -73,18 +74,41 @@ class TxRecord(NamedTuple):
     whole: bool
 
 
-class Appended(NamedTuple):
-    """A global's write in a `TxRecord` when the action only appended to it (`Tx.append`).
+class Edited(NamedTuple):
+    """A global's write in a `TxRecord` when the action only took from its front and appended.
 
-    The action never read the starting value, so the value written is that
-    value, whatever it is, with `items` after it (`onto`).
+    `Tx.popleft` and `Tx.append` on a FIFO the action did not read whole: the
+    value written is the starting value without its first `dropped` items,
+    with `items` after it, whatever the rest held (`onto`).
     """
 
+    dropped: int
     items: tuple[Hashable, ...]
 
     def onto(self, value: Any) -> tuple[Hashable, ...]:
         """The value written when the global held `value`."""
-        return (*value, *self.items)
+        return (*value[self.dropped :], *self.items)
+
+
+class Front(NamedTuple):
+    """What `Tx.popleft` reads of a global: its first item, or that it has none.
+
+    `kind` is "item", "empty" (an empty tuple) or "other" (no tuple at all).
+    """
+
+    kind: str
+    item: Hashable = None
+
+    @staticmethod
+    def of(value: Any) -> Front:
+        """The front of `value`, as `Tx.popleft` reads it."""
+        if type(value) is not tuple:
+            return _OTHER
+        return _new(Front, ("item", value[0])) if value else _EMPTY
+
+
+_EMPTY = Front("empty")
+_OTHER = Front("other")
 
 
 class Tx(Generic[G]):
@@ -99,8 +123,8 @@ class Tx(Generic[G]):
     """
 
     __slots__ = (
-        "_appended",
         "_before",
+        "_edits",
         "_g",
         "_outputs",
         "_reads",
@@ -129,9 +153,9 @@ class Tx(Generic[G]):
         self._written: set[int] = set()
         self._whole = False  # whether the whole state was looked at
         self._g: G | None = None
-        # Per global appended to (`append`) whose starting value is still unread and
-        # not overwritten: the items appended.
-        self._appended: dict[int, tuple[Hashable, ...]] = {}
+        # Per global the action took from the front of or appended to, without reading
+        # the rest or overwriting it: [items dropped from the front, items appended].
+        self._edits: dict[int, list[Any]] = {}
 
     @property
     def before(self) -> SystemState:
@@ -151,12 +175,11 @@ class Tx(Generic[G]):
     def _value(self, index: int) -> Any:
         value = self._values[index]
         location = ~index
-        if location not in self._seen:
+        if location not in self._seen or (self._edits and index in self._edits):
             self._seen.add(location)
-            # The starting value: `append` may have added to it without reading it.
+            # The starting value: `append` and `popleft` change it without reading it all.
             self._reads.append((location, self._before[1][index]))
-            if self._appended:
-                self._appended.pop(index, None)  # what was appended now depends on it
+            self._edits.pop(index, None)  # what they did now depends on it
         return value
 
     # Global `index`, read and logged: what each field of ``tx.g`` reads
@@ -176,8 +199,8 @@ class Tx(Generic[G]):
         self._values[index] = value  # type: ignore[index]
         self._seen.add(~index)
         self._written.add(~index)
-        if self._appended:
-            self._appended.pop(index, None)  # overwritten: what was appended is gone
+        if self._edits:
+            self._edits.pop(index, None)  # overwritten: what was taken and appended is gone
 
     def record(self) -> TxRecord:
         """What the transaction did so far: see `TxRecord` (used by `statecore.check.stepcache`).
@@ -193,7 +216,7 @@ class Tx(Generic[G]):
                 TxRecord,
                 (tuple(self._reads), (), (), tuple(self._outputs), tuple(self._taken), self._whole),
             )
-        slots, values, appended = self._slots, self._values, self._appended
+        slots, values, edits = self._slots, self._values, self._edits
         order = sorted(written)
         return _new(
             TxRecord,
@@ -202,7 +225,7 @@ class Tx(Generic[G]):
                 tuple([(i, slots[i]) for i in order if i >= 0]),
                 tuple(
                     [
-                        (~i, Appended(appended[~i]) if ~i in appended else values[~i])
+                        (~i, Edited(*edits[~i]) if ~i in edits else values[~i])
                         for i in order
                         if i < 0
                     ]
@@ -245,25 +268,62 @@ class Tx(Generic[G]):
         ``tx.append("queue", task)`` is ``tx.set("queue", (*tx.get("queue"), task))``
         but for the log: the action has not looked at the queue, so what it
         does holds whatever the queue holds, and the successor memo learns it
-        once for all of them instead of once per queue (`Appended`). Reading
+        once for all of them instead of once per queue (`Edited`). Reading
         the global later in the same action reads it as usual (the log then
         has its starting value).
         """
+        index = self._fifo(name, "append")
+        location = ~index
+        if location not in self._seen:  # the first change: nothing of it read yet
+            self._seen.add(location)
+            self._edits[index] = [0, ()]
+        edit = self._edits.get(index)
+        if edit is not None:
+            edit[1] = (*edit[1], item)
+        current: tuple[Hashable, ...] = self._values[index]  # type: ignore[assignment]
+        self._write_fifo(index, (*current, item))
+
+    def popleft(self, name: str) -> Any:
+        """Take the first item of the tuple in global `name`, reading only that: a FIFO's get.
+
+        The action is disabled while the tuple is empty. As with `append`, the
+        log holds what was read, here the front (`Front`), so the successor
+        memo learns the action once per first item, not once per queue. A
+        second take, or a take after other reads or writes of the global,
+        reads the starting value whole.
+        """
+        index = self._fifo(name, "popleft")
+        location = ~index
+        current: tuple[Hashable, ...] = self._values[index]  # type: ignore[assignment]
+        if location in self._seen:
+            current = self._value(index)  # read whole: what the action did so far depends on it
+        else:
+            self._seen.add(location)
+            self._reads.append((location, Front.of(current)))
+            if current:
+                self._edits[index] = [1, ()]
+        if not current:
+            raise Disabled(f"global {name!r} is empty")
+        self._write_fifo(index, current[1:])
+        return current[0]
+
+    def _fifo(self, name: str, method: str) -> int:
+        """The index of global `name`, which must hold a tuple for `method`."""
         index = self.system.global_index(name)
         current = self._values[index]
         if type(current) is not tuple:
             raise ActionError(
-                f"system {self.system.name!r}: tx.append({name!r}, ...) needs a tuple in "
-                f"global {name!r}, which holds {current!r}; append to a tuple global, or "
-                "write others with tx.set"
+                f"system {self.system.name!r}: tx.{method}({name!r}, ...) needs a tuple in "
+                f"global {name!r}, which holds {current!r}; keep a FIFO in a tuple global, "
+                "or read and write others with tx.get and tx.set"
             )
+        return index
+
+    def _write_fifo(self, index: int, value: tuple[Hashable, ...]) -> None:
         if type(self._values) is tuple:
             self._values = list(self._values)
-        self._values[index] = (*current, item)  # type: ignore[index]
-        location = ~index
-        self._written.add(location)
-        if location not in self._seen:
-            self._appended[index] = (*self._appended.get(index, ()), item)
+        self._values[index] = value  # type: ignore[index]
+        self._written.add(~index)
 
     def get(self, name: str) -> Any:
         """The current value of global `name`."""

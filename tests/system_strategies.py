@@ -11,8 +11,9 @@ fails) and then built (`build_system`). Guarantees, by construction:
 * 0-1 global: a bounded counter or a short FIFO tuple of ``(handle, event)``
   items;
 * 2-5 actions of three actors, some internal, that spawn, fire, retire, push,
-  pop or count (a spawn may also append to the FIFO without reading it), each
-  guarded with ``tx.require`` so the space stays small and finite;
+  pop or count (a spawn may also append to the FIFO without reading it, a pop
+  take only its front), each guarded with ``tx.require`` so the space stays
+  small and finite;
 * a few always/eventually/sometimes properties whose predicates count
   instances or read the global, and 0-1 monitor per key over the outputs the
   machines emit.
@@ -113,6 +114,7 @@ class ActionSpec:
     fresh: bool = True  # spawn: only when no live instance
     counted: bool = False  # spawn/count: require counter < bound and increment
     enqueue: bool = False  # spawn: then append (handle, event) to the FIFO, unread (`Tx.append`)
+    front: bool = False  # pop: take with `Tx.popleft` (reads only the FIFO's front)
     emit: str = ""  # the action itself emits out(emit)
     only: int | None = None  # enabled for this id (index into the keys) only, in its code
     domain: int | None = None  # the parameter's domain holds this id only
@@ -256,10 +258,13 @@ def _run(spec: ActionSpec, glob: GlobalSpec | None, keys: Keys | None = None) ->
         assert glob is not None and glob.kind == "fifo"
 
         def run_pop(tx: Tx) -> None:
-            queue = tx.get(glob.name)
-            tx.require(queue)
-            tx.set(glob.name, queue[1:])
-            handle, queued_event = queue[0]
+            if spec.front:
+                handle, queued_event = tx.popleft(glob.name)
+            else:
+                queue = tx.get(glob.name)
+                tx.require(queue)
+                tx.set(glob.name, queue[1:])
+                handle, queued_event = queue[0]
             tx.fire(handle, queued_event)  # a stale handle is rejected, not an error
             finish(tx)
 
@@ -468,6 +473,7 @@ def systems(draw: st.DrawFn, symmetric_pair: bool = False, naming: bool = False)
                 counted=draw(st.booleans()),
                 emit=draw(st.sampled_from(("", "", "", *OUTPUT_NAMES))),
                 enqueue=op == "spawn" and "push" in ops and draw(st.booleans()),
+                front=op == "pop" and draw(st.booleans()),
             )
         )
 

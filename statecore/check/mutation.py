@@ -50,6 +50,7 @@ SITE_KINDS: dict[str, tuple[str, ...]] = {
     "set": ("skip-set",),
     "put": ("skip-put",),
     "append": ("skip-append",),
+    "popleft": ("skip-popleft",),
     "fire": ("skip-fire",),
     "spawn": ("skip-spawn",),
     "retire": ("skip-retire",),
@@ -151,6 +152,10 @@ class _RecordingTx(Tx[Any]):
     def append(self, name: str, item: Hashable) -> None:
         self._note("append")
         super().append(name, item)
+
+    def popleft(self, name: str) -> Any:
+        self._note("popleft")
+        return super().popleft(name)
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         self._note("fire")
@@ -376,6 +381,14 @@ class _MutantTx(Tx[Any]):
     def append(self, name: str, item: Hashable) -> None:
         if not self._hit("append"):
             super().append(name, item)
+
+    def popleft(self, name: str) -> Any:
+        """Skipped, the item is taken but left at the front (a get that forgets to remove)."""
+        if not self._hit("popleft"):
+            return super().popleft(name)
+        queue = self.get(name)
+        self.require(queue)
+        return queue[0]
 
     def fire(self, target: Handle | tuple[str, Hashable], event: str, /, **payload: Any) -> Outcome:
         if not self._hit("fire"):

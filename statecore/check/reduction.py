@@ -55,6 +55,7 @@ from typing import Any
 from ..properties import Property
 from ..system import Emitted, System, SystemState, SystemStep
 from ..traces.judge import VIOLATED, at_rest
+from ..transaction import Front
 from .reads import logged_view
 from .results import Report
 from .stepcache import Run, SuccessorCache, Verify, run_attempt
@@ -70,12 +71,14 @@ class FootprintsGrew(Exception):
 
 
 class _Probe:
-    """A node of a read path: read `location` next, then follow its value's branch."""
+    """A node of a read path: read `location` next (its `Front` only, if `front`),
+    then follow its value's branch."""
 
-    __slots__ = ("branches", "location")
+    __slots__ = ("branches", "front", "location")
 
-    def __init__(self, location: int) -> None:
+    def __init__(self, location: int, front: bool) -> None:
         self.location = location
+        self.front = front
         self.branches: dict[Any, _Probe | tuple[int, int]] = {}
 
 
@@ -130,13 +133,14 @@ class Footprints:
         parent: dict[Any, Any] | None = None
         key: Any = None
         for location, value in path:
+            front = type(value) is Front
             if node is None:
-                node = _Probe(location)
+                node = _Probe(location, front)
                 if parent is None:
                     self.roots[index] = node
                 else:
                     parent[key] = node
-            if type(node) is not _Probe or node.location != location:
+            if type(node) is not _Probe or node.location != location or node.front != front:
                 # Another location after the same values: not a function of its
                 # reads (the successor memo says so for an action). Everything.
                 self.roots[index] = (self.everything, self.everything)
@@ -157,7 +161,8 @@ class Footprints:
         slots, values = state
         while type(node) is _Probe:
             location = node.location
-            node = node.branches.get(slots[location] if location >= 0 else values[~location])
+            value = slots[location] if location >= 0 else values[~location]
+            node = node.branches.get(Front.of(value) if node.front else value)
         return node  # type: ignore[return-value]
 
 

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from ..system import System
 from ..system_parts import ActionLabel, Emitted, Slot, SystemState, SystemStep, TakenTransition
-from ..transaction import Appended, Disabled, Tx
+from ..transaction import Disabled, Edited, Front, Tx
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
@@ -113,7 +113,7 @@ class _Leaf:
 
     __slots__ = (
         "actor",
-        "appends",
+        "edits",
         "fixed",
         "internal",
         "label",
@@ -149,16 +149,16 @@ class _Leaf:
         self.parts = (outputs, taken)
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
-        # The globals appended to unread (`Tx.append`): written as each one's value allows.
-        self.appends = tuple(i for i, value in value_writes if type(value) is Appended)
+        # The FIFOs edited unread (`Tx.append`, `Tx.popleft`): (index, items dropped).
+        self.edits = tuple((i, v.dropped) for i, v in value_writes if type(v) is Edited)
 
     def fits(self, state: SystemState) -> bool:
-        """Whether every global this outcome appends to holds a tuple in `state`.
+        """Whether every FIFO this outcome edits holds a tuple long enough in `state`.
 
-        The run never read them, only checked that they were tuples (`Tx.append`).
+        The run read no more of them than their front (`Tx.append`, `Tx.popleft`).
         """
-        values = state[1]
-        return all(type(values[i]) is tuple for i in self.appends)
+        values: tuple[Any, ...] = state[1]
+        return all(type(values[i]) is tuple and len(values[i]) >= n for i, n in self.edits)
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -171,7 +171,7 @@ class _Leaf:
         if self.value_writes:
             new_values = list(values)
             for index, value in self.value_writes:
-                new_values[index] = value.onto(values[index]) if type(value) is Appended else value
+                new_values[index] = value.onto(values[index]) if type(value) is Edited else value
             values = tuple(new_values)
         return _new(SystemStep, (*self.fixed, _new(SystemState, (slots, values)), *self.parts))
 
@@ -189,6 +189,12 @@ class _Probe:
         self.location = location
         self.position = _position(location, slots)
         self.branches: dict[Any, _Node] = {}
+
+
+class _FrontProbe(_Probe):
+    """An inner node that reads only the front of a FIFO (`Tx.popleft`): its `Front`."""
+
+    __slots__ = ()
 
 
 class _Off:
@@ -275,7 +281,7 @@ class SuccessorCache:
         steps: list[SystemStep] = []
         ends: list[_End] = []
         writes: list[int] = []
-        probe, leaf, unknown = _Probe, _Leaf, _UNKNOWN
+        probe, front, leaf, unknown, front_of = _Probe, _FrontProbe, _Leaf, _UNKNOWN, Front.of
         before, wrote = hint if hint is not None else (None, -1)
         for index, node in enumerate(self._roots):
             if before is not None and not before[index].reads & wrote:
@@ -283,14 +289,18 @@ class SuccessorCache:
             else:
                 if flat is None:
                     flat = state[0] + state[1]
-                while type(node) is probe:
-                    node = node.branches.get(flat[node.position], unknown)
+                while True:
+                    while type(node) is probe:
+                        node = node.branches.get(flat[node.position], unknown)
+                    if type(node) is not front:
+                        break
+                    node = node.branches.get(front_of(flat[node.position]), unknown)
                 if node is unknown:
                     node = self._learn(index, state)
             ends.append(node)  # type: ignore[arg-type]
             if type(node) is leaf:
-                if node.appends and not node.fits(state):
-                    self._learn(index, state)  # raises: `Tx.append` to a global that is no tuple
+                if node.edits and not node.fits(state):
+                    self._learn(index, state)  # raises: a FIFO edit on a global that is no tuple
                 steps.append(node.step(state))
                 writes.append(node.writes)
         return steps, ends, writes
@@ -353,14 +363,15 @@ def add_path(
     key: Any = None
     node = root
     for location, value in reads:
+        kind = _FrontProbe if type(value) is Front else _Probe
         if node is _UNKNOWN:
-            node = _Probe(location, slots)
+            node = kind(location, slots)
             added += 1
             if parent is None:
                 root = node
             else:
                 parent[key] = node
-        if type(node) is not _Probe or node.location != location:
+        if type(node) is not kind or node.location != location:
             return None
         parent, key = node.branches, value
         node = parent.get(value, _UNKNOWN)

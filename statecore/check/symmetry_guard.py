@@ -35,6 +35,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from ..system import ActionLabel, ModelValue, System, SystemState
+from ..transaction import Front
 from .stepcache import ActionFault, Run, run_attempt
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 
@@ -249,14 +250,27 @@ def _slot_map(system: System, renaming: Renaming) -> tuple[int, ...]:
 
 
 def _patched(state: SystemState, reads: tuple[tuple[int, Any], ...]) -> SystemState:
-    """`state` with the value of each location of `reads` replaced by the one read there."""
+    """`state` with the value of each location of `reads` replaced by the one read there.
+
+    A FIFO whose front was read (`Front`) gets that front before the rest it holds.
+    """
     slots, values = list(state.slots), list(state.values)
     for location, value in reads:
         if location >= 0:
             slots[location] = value
+        elif type(value) is Front:
+            values[~location] = _with_front(values[~location], value)
         else:
             values[~location] = value
     return SystemState(tuple(slots), tuple(values))
+
+
+def _with_front(old: Any, front: Front) -> Any:
+    """A value whose `Front` is `front`: `old` with its first item replaced, or emptied."""
+    if front.kind == "other":
+        return old  # a run that read this raised: it is never checked
+    rest = old[1:] if type(old) is tuple else ()
+    return (front.item, *rest) if front.kind == "item" else ()
 
 
 def _renamed_location(location: int, slots: tuple[int, ...]) -> int:
