@@ -25,10 +25,9 @@ The premise is checked where it costs least, on each path learned:
 * a predicate whose new paths keep coming (most states give it a new
   combination of values: a whole queue, every instance's snapshot) is judged
   plainly once learning costs more than it saves: when, over a window of
-  `_WINDOW` judgements, more of them learned a path than the break-even share
-  (a third without symmetry; with it, judging plainly costs a judgement on
-  every renaming of every state, so a predicate is judged plainly only when
-  its new paths outnumber what that saves).
+  `_WINDOW` judgements, more than a third of them learned a path (a path
+  learned costs three judgements, and with symmetry its orbit check costs
+  about what checking a plainly judged state on its renamings does).
 
 With symmetry reduction, `statecore.check.symmetry_guard` needs each predicate
 to have one value on a whole orbit. Judged plainly, that is checked on every
@@ -86,12 +85,6 @@ class PredicateCache:
         self._slots = len(system.slot_keys())
         self._roots: dict[Predicate, Any] = {}
         self._counts: dict[Predicate, list[int]] = {}  # [judged, learned] in this window
-        # The share of judgements that may learn before judging plainly costs less, in
-        # judgements: a path learned costs three, and its orbit check one per renaming
-        # (r); a plain judgement costs one, and with symmetry one per renamed state,
-        # renaming the state costing about as much again.
-        r = len(guard.renamings) if guard is not None else 0
-        self._break_even = (1 + 2 * r) / (3 + r)
         self._room = max_nodes
         self._last: SystemState | None = None  # the state last judged, and for it:
         self._flat: tuple[Any, ...] | None = None  # its slots and globals in one tuple
@@ -148,7 +141,7 @@ class PredicateCache:
             return self._plainly(predicate, plain)
         counts[1] += 1
         if counts[0] >= _WINDOW:  # weigh the last window: a search's first states are all new
-            if counts[1] > self._break_even * counts[0]:  # learning costs more than it saves
+            if 3 * counts[1] > counts[0]:  # learning costs more than it saves
                 return self._plainly(predicate, plain)
             counts[0] = counts[1] = 0
         checked = self._guard is not None and self._guard.check_path(
