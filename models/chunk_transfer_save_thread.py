@@ -47,11 +47,10 @@ RaiseRule = Callable[[Tx[Shared], Task], bool]
 
 
 def begin(tx: Tx[Shared]) -> None:
-    """Pop the FIFO head; the fence discards a stale or vetoed task."""
-    queue = tx.g.queue
-    tx.require(queue and tx.g.in_flight is None)
-    task = queue[0]
-    tx.put(queue=queue[1:])
+    """Pop the FIFO head (``_pending_save_reqs.popleft()``); the fence discards a stale
+    or vetoed task."""
+    tx.require(tx.g.in_flight is None)
+    task: Task = tx.popleft("queue")
     if fire_on_sender(tx, task.sender, "begin", terminal=task.kind == TERMINAL).accepted:
         tx.put(in_flight=InFlight(task, BEGUN, None))
     # else: discarded as stale (identity lost, or cancelled and not terminal)
