@@ -6,10 +6,12 @@ chunks and then a terminal, ids reused through generations, and a FIFO save
 queue of ``(handle, kind)`` items shared by every request:
 
 * scheduler: ``new_request(ext)`` (a new generation once the previous one is
-  closed), ``save_chunk(ext)`` / ``save_terminal(ext)`` (queue an item),
+  closed), ``save_chunk(ext)`` / ``save_terminal(ext)`` (queue an item with
+  ``tx.append``, as the adapter's ``_pending_save_reqs.append``),
   ``cleanup(ext)`` (retire a closed request);
-* save thread (internal): pop the head of the queue and fire ``put_chunk`` or
-  ``put_terminal`` on its handle (a stale handle is rejected, harmlessly);
+* save thread (internal): take the head of the queue (``tx.popleft``) and fire
+  ``put_chunk`` or ``put_terminal`` on its handle (a stale handle is rejected,
+  harmlessly);
 * consumer: ``consume(ext)`` reads a finished request and closes it.
 
 Properties are those a real model carries: a queue bound (always), nothing
