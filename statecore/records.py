@@ -80,11 +80,18 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
 
     It stands in for the record type (so ``tx.g.queue`` type-checks as the
     field's type) while each attribute read goes through the transaction's
-    read log.
+    read log. Whatever looks at the record as a whole (``==``, ``hash``,
+    iterating, ``isinstance``, ``_asdict()``) reads every field and gets the
+    record itself: a predicate or action sees the same record either way,
+    and the log says it read everything.
     """
 
     def field_reader(index: int) -> property:
         return property(lambda self: self._source.value_at(index))
+
+    def whole(self: Any) -> Any:
+        source = self._source
+        return make_record(record, tuple(source.value_at(i) for i in range(len(names))))
 
     def setattr_(self: object, name: str, value: object) -> None:
         raise AttributeError(
@@ -92,6 +99,8 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
         )
 
     def getattr_(self: object, name: str) -> Any:
+        if hasattr(record, name):  # a method or attribute of the record type: `_asdict`, ...
+            return getattr(whole(self), name)
         raise AttributeError(
             f"{owner}: {record.__name__} has no field {name!r}; fields are {list(names)}"
         )
@@ -100,8 +109,40 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
     namespace.update(
         __slots__=(), __setattr__=setattr_, __getattr__=getattr_, __doc__=record.__doc__
     )
+    for dunder in _WHOLE:
+        if hasattr(record, dunder):
+            namespace[dunder] = _on_whole(dunder, whole)
+    namespace["__class__"] = property(lambda self: record)  # isinstance(tx.g, Record)
     view_class = type(f"{record.__name__}Reads", (_Source,), namespace)
     return view_class
+
+
+# What looks at a record as a whole: done on the record itself, every field read.
+_WHOLE = (
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__iter__",
+    "__len__",
+    "__getitem__",
+    "__contains__",
+    "__repr__",
+    "__add__",
+    "__mul__",
+    "__rmul__",
+)
+
+
+def _on_whole(name: str, whole: Callable[[Any], Any]) -> Callable[..., Any]:
+    def method(self: Any, *args: Any) -> Any:
+        return getattr(whole(self), name)(*args)
+
+    method.__name__ = name
+    return method
 
 
 class _Source:

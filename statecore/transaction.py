@@ -266,16 +266,18 @@ class Tx(Generic[G]):
         """Append `item` to the tuple in global `name` without reading it: a FIFO's put.
 
         ``tx.append("queue", task)`` is ``tx.set("queue", (*tx.get("queue"), task))``
-        but for the log: the action has not looked at the queue, so what it
-        does holds whatever the queue holds, and the successor memo learns it
-        once for all of them instead of once per queue (`Edited`). Reading
-        the global later in the same action reads it as usual (the log then
-        has its starting value).
+        but for the log, and but that the global must hold a tuple: the action
+        has looked only at the queue's front (a `Front`, which also tells a
+        tuple from anything else), so what it does holds whatever the rest of
+        the queue holds, and the successor memo learns it once per front
+        instead of once per queue (`Edited`). Reading the global later in the
+        same action reads it as usual (the log then has its starting value).
         """
         index = self._fifo(name, "append")
         location = ~index
-        if location not in self._seen:  # the first change: nothing of it read yet
+        if location not in self._seen:  # the first look: at its front, which says it is a tuple
             self._seen.add(location)
+            self._reads.append((location, Front.of(self._before[1][index])))
             self._edits[index] = [0, ()]
         edit = self._edits.get(index)
         if edit is not None:

@@ -3,7 +3,7 @@ and what the successor memo makes of them."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import pytest
 from test_stepcache import TOGGLE, assert_agrees, closure
@@ -44,13 +44,13 @@ def fifo(*bodies: object, counter: int = 0) -> System:
     )
 
 
-def test_an_append_alone_logs_no_read_and_writes_what_it_appended() -> None:
+def test_an_append_alone_reads_the_front_and_writes_what_it_appended() -> None:
     def body(tx: Tx) -> None:
         tx.append("queue", "b")
         tx.append("queue", "c")
 
     reads, _, values, *_ = record_of(body)
-    assert reads == ()
+    assert reads == ((~0, Front("item", "a")),)  # its front: that it is a tuple, and how
     assert values == ((0, Edited(0, ("b", "c"))),)
     assert Edited(0, ("b", "c")).onto(("a",)) == ("a", "b", "c")
 
@@ -64,7 +64,7 @@ def test_a_read_after_an_append_logs_the_starting_value_and_the_value_written() 
 
     reads, _, values, *_ = record_of(body)
     assert seen == [("a", "b")]  # the action sees its own append
-    assert reads == ((~0, ("a",)),)  # the log: the queue as it was
+    assert reads == ((~0, Front("item", "a")), (~0, ("a",)))  # then the queue as it was
     assert values == ((0, ("a", "b")),)
 
 
@@ -87,7 +87,7 @@ def test_a_set_after_an_append_overwrites_it() -> None:
         tx.set("queue", ("z",))
 
     reads, _, values, *_ = record_of(body)
-    assert reads == () and values == ((0, ("z",)),)
+    assert reads == ((~0, Front("item", "a")),) and values == ((0, ("z",)),)
 
 
 def test_an_append_to_a_global_that_is_no_tuple_is_an_error_naming_it() -> None:
@@ -98,7 +98,7 @@ def test_an_append_to_a_global_that_is_no_tuple_is_an_error_naming_it() -> None:
         record_of(body)
 
 
-def test_the_memo_learns_an_append_once_for_every_queue() -> None:
+def test_the_memo_learns_an_append_once_per_front_not_per_queue() -> None:
     runs = {"put": 0}
 
     def put(tx: Tx, k: Hashable) -> None:
@@ -123,10 +123,18 @@ def test_the_memo_learns_an_append_once_for_every_queue() -> None:
     )
     cache = SuccessorCache(system)
     states = closure(system, cache)
-    queues = {s.values[0] for s in states}
-    assert len(queues) > 2 * 3 * 2  # many queues ...
-    # ... one path per key, count below 3 and toggle state (each run twice when learned).
-    assert runs["put"] == 2 * (2 * 3 * 2)
+
+    def seen(queue: Callable[[tuple[Hashable, ...]], object]) -> set[object]:
+        """What put(k) reads in each state: the count, then (below 3) k's toggle and queue."""
+        return {
+            (k, s.values[1]) + ((s.slots[i], queue(s.values[0])) if s.values[1] < 3 else ())
+            for s in states
+            for i, k in enumerate(KEYS.values)
+        }
+
+    paths = seen(lambda queue: queue[:1])  # the front: what append reads
+    assert runs["put"] == 2 * len(paths)  # each path run twice when learned
+    assert len(seen(lambda queue: queue)) > len(paths)  # reading it whole: more paths
     assert_agrees(system, cache)
 
 
@@ -200,7 +208,7 @@ def test_a_popleft_after_an_append_reads_the_starting_queue_whole() -> None:
         tx.popleft("queue")
 
     reads, _, values, *_ = record_of(body, ("a",))
-    assert reads == ((~0, ("a",)),)
+    assert reads == ((~0, Front("item", "a")), (~0, ("a",)))
     assert values == ((0, ("z",)),)
 
 
@@ -255,3 +263,20 @@ def test_each_append_and_popleft_is_a_mutation_site_and_a_skipped_take_keeps_the
     assert queued.values[0] == ("job",)
     assert mutated.next_state(queued, ActionLabel("a1")).values[0] == ("job",)  # kept
     assert system.next_state(queued, ActionLabel("a1")).values[0] == ()
+
+
+def test_an_action_disabled_after_an_append_still_fails_on_a_global_that_is_no_tuple() -> None:
+    """Its path read the front, which tells a tuple from anything else: a state whose
+    global is no tuple takes another path, and the run there raises as it does plainly."""
+
+    def put(tx: Tx) -> None:
+        tx.append("queue", 1)
+        tx.require(tx.get("n") == 1)
+
+    def spoil(tx: Tx) -> None:
+        tx.require(tx.get("queue") == ())
+        tx.set("queue", None)
+
+    system = fifo(put, spoil)
+    with pytest.raises(ActionRaisedError, match=r"tx.append\('queue', ...\) needs a tuple"):
+        explore(system)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,9 +27,9 @@ from statecore.check.predicates import PredicateCache, PredicateNotDeterministic
 from statecore.check.symmetry import Canonicalizer, rename_state
 from statecore.check.symmetry_guard import Asymmetry, SymmetryGuard
 from statecore.errors import PropertyRaisedError
-from statecore.properties import always
+from statecore.properties import always, sometimes
 from statecore.registry import Target, bundled
-from statecore.system import Global, StateView, System, SystemState
+from statecore.system import Action, Global, StateView, System, SystemState, Tx
 
 Predicate = Callable[[StateView[Any]], object]
 
@@ -282,3 +282,64 @@ def test_reports_are_those_of_plain_judging_on_every_bundled_target(
 ) -> None:
     """As ``statecore check`` runs them: to the first violation."""
     both_ways(target.load(), monkeypatch, stop_on_violation=True)
+
+
+class Counts(NamedTuple):
+    n: int = 0
+    done: bool = False
+
+
+def counting(*properties: Any) -> System:
+    def step(tx: Tx) -> None:
+        tx.require(tx.g.n < 2)
+        tx.put(n=tx.g.n + 1)
+
+    def finish(tx: Tx) -> None:
+        tx.require(tx.g.n == 2 and not tx.g.done)
+        tx.put(done=True)
+
+    return System(
+        "counting",
+        components=[],
+        actions=[Action("step", "u", step), Action("finish", "u", finish)],
+        globals=Counts,
+        properties=properties,
+    )
+
+
+def test_a_predicate_comparing_the_whole_record_reads_all_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``v.g == Counts(2, True)`` on the logging view compares the record itself."""
+    system = counting(
+        sometimes("finished", "the last globals", lambda v: v.g == Counts(2, True)),
+        always("not_final", "never the last globals", lambda v: v.g != Counts(2, True)),
+        always("a_record", "the globals are a Counts", lambda v: isinstance(v.g, Counts)),
+    )
+    report = explore(system, stop_on_violation=False)
+    assert [r.verdict for r in report.results] == [HOLDS, VIOLATED, HOLDS]
+    both_ways(system, monkeypatch, stop_on_violation=False)
+
+
+def test_equal_values_of_different_types_are_told_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two states differ in a tag and hold 1 and True: the predicate tells them apart."""
+
+    def setter(value: object, tag: int) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("tag") == 0)
+            tx.set("x", value)
+            tx.set("tag", tag)
+
+        return run
+
+    system = System(
+        "types",
+        components=[],
+        actions=[Action("one", "u", setter(1, 1)), Action("true", "u", setter(True, 2))],
+        globals=[Global("x", 0), Global("tag", 0)],
+        properties=[always("not_bool", "x is no bool", lambda v: not isinstance(v.get("x"), bool))],
+    )
+    assert [r.verdict for r in explore(system).results] == [VIOLATED]
+    both_ways(system, monkeypatch, stop_on_violation=False)

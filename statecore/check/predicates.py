@@ -12,9 +12,15 @@ The premise is checked where it costs least, on each path learned:
 
 * the predicate is judged twice on a logging view (`statecore.check.reads`),
   and two judgements that differ stop the search (`PredicateNotDeterministic`);
-* it is judged once more on the plain view: a predicate whose value changes
-  when its reads are logged (it looks at the tuples' types or identities) is
-  judged plainly from then on, as is one that raises only on the logging view;
+* it is judged once more on the plain view: a predicate that gives another
+  value, or raises, only on the logging view (it looks at the identity or
+  exact type of the state's tuples) is judged plainly from then on. The
+  logging view's ``view.g`` compares, hashes and iterates as the record
+  itself (reading every field), and ``isinstance`` sees the record type;
+* values read are told apart by their type and equality: a predicate may
+  tell ``1`` from ``True`` at a location of two states that differ
+  elsewhere (inside a container, ``frozenset({1})`` and ``frozenset({True})``
+  are still one value, as they are to the successor memo);
 * a path that disagrees with the tree (another location read after the same
   values) is not added. Equal values are one value to the memo, as equal
   states are one state to the explorer, yet two equal frozensets may iterate
@@ -104,7 +110,8 @@ class PredicateCache:
         if flat is None:
             flat = self._flat = state[0] + state[1]
         while type(node) is _Probe:
-            node = node.branches.get(flat[node.position], _UNKNOWN)
+            read = flat[node.position]
+            node = node.branches.get((type(read), read), _UNKNOWN)
         counts = self._counts.setdefault(predicate, [0, 0])
         counts[0] += 1
         if node is _UNKNOWN:
@@ -159,7 +166,8 @@ class PredicateCache:
     def _grow(self, predicate: Predicate, reads: Reads, leaf: tuple[bool, bool]) -> None:
         """Add the path `reads` -> `leaf`, unless it disagrees with the tree (module doc)."""
         root: _Node = self._roots.get(predicate, _UNKNOWN)
-        grown = add_path(root, reads, leaf, self._slots)  # type: ignore[arg-type]
+        typed = tuple((location, (type(value), value)) for location, value in reads)
+        grown = add_path(root, typed, leaf, self._slots)  # type: ignore[arg-type]
         if grown is not None:
             self._roots[predicate], added = grown
             self._room -= added

@@ -113,7 +113,6 @@ class _Leaf:
 
     __slots__ = (
         "actor",
-        "edits",
         "fixed",
         "internal",
         "label",
@@ -149,16 +148,6 @@ class _Leaf:
         self.parts = (outputs, taken)
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
-        # The FIFOs edited unread (`Tx.append`, `Tx.popleft`): (index, items dropped).
-        self.edits = tuple((i, v.dropped) for i, v in value_writes if type(v) is Edited)
-
-    def fits(self, state: SystemState) -> bool:
-        """Whether every FIFO this outcome edits holds a tuple long enough in `state`.
-
-        The run read no more of them than their front (`Tx.append`, `Tx.popleft`).
-        """
-        values: tuple[Any, ...] = state[1]
-        return all(type(values[i]) is tuple and len(values[i]) >= n for i, n in self.edits)
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -168,7 +157,7 @@ class _Leaf:
             for index, slot in self.slot_writes:
                 new_slots[index] = slot
             slots = tuple(new_slots)
-        if self.value_writes:
+        if self.value_writes:  # an `Edited` FIFO's front was read: it is a tuple, long enough
             new_values = list(values)
             for index, value in self.value_writes:
                 new_values[index] = value.onto(values[index]) if type(value) is Edited else value
@@ -299,8 +288,6 @@ class SuccessorCache:
                     node = self._learn(index, state)
             ends.append(node)  # type: ignore[arg-type]
             if type(node) is leaf:
-                if node.edits and not node.fits(state):
-                    self._learn(index, state)  # raises: a FIFO edit on a global that is no tuple
                 steps.append(node.step(state))
                 writes.append(node.writes)
         return steps, ends, writes
