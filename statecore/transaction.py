@@ -273,11 +273,8 @@ class Tx(Generic[G]):
         instead of once per queue (`Edited`). Reading the global later in the
         same action reads it as usual (the log then has its starting value).
         """
-        index = self._fifo(name, "append")
-        location = ~index
-        if location not in self._seen:  # the first look: at its front, which says it is a tuple
-            self._seen.add(location)
-            self._reads.append((location, Front.of(self._before[1][index])))
+        index, first = self._fifo(name, "append")
+        if first:
             self._edits[index] = [0, ()]
         edit = self._edits.get(index)
         if edit is not None:
@@ -294,32 +291,35 @@ class Tx(Generic[G]):
         second take, or a take after other reads or writes of the global,
         reads the starting value whole.
         """
-        index = self._fifo(name, "popleft")
-        location = ~index
+        index, first = self._fifo(name, "popleft")
         current: tuple[Hashable, ...] = self._values[index]  # type: ignore[assignment]
-        if location in self._seen:
+        if not first:
             current = self._value(index)  # read whole: what the action did so far depends on it
-        else:
-            self._seen.add(location)
-            self._reads.append((location, Front.of(current)))
-            if current:
-                self._edits[index] = [1, ()]
+        elif current:
+            self._edits[index] = [1, ()]
         if not current:
             raise Disabled(f"global {name!r} is empty")
         self._write_fifo(index, current[1:])
         return current[0]
 
-    def _fifo(self, name: str, method: str) -> int:
-        """The index of global `name`, which must hold a tuple for `method`."""
+    def _fifo(self, name: str, method: str) -> tuple[int, bool]:
+        """The index of global `name`, which must hold a tuple for `method`, and whether
+        this is the action's first look at it: that reads its front (`Front`, logged
+        before anything can raise, so the log tells a tuple from anything else)."""
         index = self.system.global_index(name)
+        location = ~index
         current = self._values[index]
+        first = location not in self._seen
+        if first:
+            self._seen.add(location)
+            self._reads.append((location, Front.of(current)))
         if type(current) is not tuple:
             raise ActionError(
                 f"system {self.system.name!r}: tx.{method}({name!r}, ...) needs a tuple in "
                 f"global {name!r}, which holds {current!r}; keep a FIFO in a tuple global, "
                 "or read and write others with tx.get and tx.set"
             )
-        return index
+        return index, first
 
     def _write_fifo(self, index: int, value: tuple[Hashable, ...]) -> None:
         if type(self._values) is tuple:

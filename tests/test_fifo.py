@@ -280,3 +280,33 @@ def test_an_action_disabled_after_an_append_still_fails_on_a_global_that_is_no_t
     system = fifo(put, spoil)
     with pytest.raises(ActionRaisedError, match=r"tx.append\('queue', ...\) needs a tuple"):
         explore(system)
+
+
+def test_a_caught_append_on_a_global_that_is_no_tuple_is_its_own_path() -> None:
+    """The front is read before the error is raised: an action that catches it, learned
+    first where the queue is None, does not answer for a state with a tuple there."""
+
+    def put(tx: Tx) -> None:
+        tx.require(tx.get("n") == 0)
+        tx.set("n", 1)
+        try:
+            tx.append("queue", 1)
+        except ActionError:
+            tx.set("queue", ("failed",))
+
+    def fix(tx: Tx) -> None:
+        tx.require(tx.get("queue") is None and tx.get("n") == 0)
+        tx.set("queue", ())
+
+    system = System(
+        "caught",
+        components=[],
+        globals=[Global("queue", None), Global("n", 0)],
+        actions=[Action("put", "user", put), Action("fix", "user", fix)],
+    )
+    cache = SuccessorCache(system)
+    assert_agrees(system, cache)
+    (start,) = system.init_states()
+    assert [s.state.values for s in cache(start)] == [(("failed",), 1), ((), 0)]
+    fixed = system.next_state(start, ActionLabel("fix"))
+    assert [s.state.values for s in cache(fixed)] == [((1,), 1)]
