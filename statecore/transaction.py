@@ -93,7 +93,8 @@ class Edited(NamedTuple):
 class Front(NamedTuple):
     """What `Tx.popleft` reads of a global: its first item, or that it has none.
 
-    `kind` is "item", "empty" (an empty tuple) or "other" (no tuple at all).
+    `kind` is "item" (with the first item), "empty" (an empty tuple) or
+    "other" (no tuple at all: the whole value, which `Tx.append`'s error names).
     """
 
     kind: str
@@ -103,12 +104,11 @@ class Front(NamedTuple):
     def of(value: Any) -> Front:
         """The front of `value`, as `Tx.popleft` reads it."""
         if type(value) is not tuple:
-            return _OTHER
+            return _new(Front, ("other", value))
         return _new(Front, ("item", value[0])) if value else _EMPTY
 
 
 _EMPTY = Front("empty")
-_OTHER = Front("other")
 
 
 class Tx(Generic[G]):

@@ -213,7 +213,7 @@ def test_a_popleft_after_an_append_reads_the_starting_queue_whole() -> None:
 
 
 def test_the_front_of_a_value_that_is_no_tuple_is_other() -> None:
-    assert Front.of(None) == Front("other")
+    assert Front.of(None) == Front("other", None) != Front.of(5)
     assert Front.of(()) == Front("empty")
     assert Front.of((1, 2)) == Front("item", 1)
 
@@ -310,3 +310,26 @@ def test_a_caught_append_on_a_global_that_is_no_tuple_is_its_own_path() -> None:
     assert [s.state.values for s in cache(start)] == [(("failed",), 1), ((), 0)]
     fixed = system.next_state(start, ActionLabel("fix"))
     assert [s.state.values for s in cache(fixed)] == [((1,), 1)]
+
+
+def test_the_memo_tells_equal_values_of_different_types_apart() -> None:
+    """1 and True are equal; an action that reads one, or takes it from a FIFO, and looks
+    at its type does what it does plainly on each."""
+
+    def setter(value: object) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("n") == 0)
+            tx.set("queue", (value,))
+            tx.set("n", 1 if value is True else 2)
+
+        return run
+
+    def take(tx: Tx) -> None:  # reads only the front: the two queues are equal
+        tx.set("n", -1 if type(tx.popleft("queue")) is bool else -2)
+
+    def classify(tx: Tx) -> None:  # reads only what it took
+        tx.require(tx.get("n") < 0)
+        tx.set("queue", ("bool" if type(tx.get("queue")) is bool else "other",))
+
+    system = fifo(setter(1), setter(True), take, classify)
+    assert_agrees(system, SuccessorCache(system))

@@ -17,10 +17,8 @@ The premise is checked where it costs least, on each path learned:
   exact type of the state's tuples) is judged plainly from then on. The
   logging view's ``view.g`` compares, hashes and iterates as the record
   itself (reading every field), and ``isinstance`` sees the record type;
-* values read are told apart by their type and equality: a predicate may
-  tell ``1`` from ``True`` at a location of two states that differ
-  elsewhere (inside a container, ``frozenset({1})`` and ``frozenset({True})``
-  are still one value, as they are to the successor memo);
+* values read are told apart by their type and equality, as the successor
+  memo tells them (`statecore.check.stepcache.typed`);
 * a path that disagrees with the tree (another location read after the same
   values) is not added. Equal values are one value to the memo, as equal
   states are one state to the explorer, yet two equal frozensets may iterate
@@ -166,8 +164,7 @@ class PredicateCache:
     def _grow(self, predicate: Predicate, reads: Reads, leaf: tuple[bool, bool]) -> None:
         """Add the path `reads` -> `leaf`, unless it disagrees with the tree (module doc)."""
         root: _Node = self._roots.get(predicate, _UNKNOWN)
-        typed = tuple((location, (type(value), value)) for location, value in reads)
-        grown = add_path(root, typed, leaf, self._slots)  # type: ignore[arg-type]
+        grown = add_path(root, reads, leaf, self._slots)  # type: ignore[arg-type]
         if grown is not None:
             self._roots[predicate], added = grown
             self._room -= added

@@ -58,7 +58,7 @@ from ..traces.judge import VIOLATED, at_rest
 from ..transaction import Front
 from .reads import logged_view
 from .results import Report
-from .stepcache import Run, SuccessorCache, Verify, run_attempt
+from .stepcache import Run, SuccessorCache, Verify, run_attempt, typed
 from .symmetry import Canonicalizer
 
 __all__ = ["Footprints", "FootprintsGrew", "Reducer", "search"]
@@ -146,8 +146,8 @@ class Footprints:
                 self.roots[index] = (self.everything, self.everything)
                 self.reads[index] = self.writes[index] = self.everything
                 return
-            parent, key = node.branches, value
-            node = parent.get(value)
+            parent, key = node.branches, typed(value)
+            node = parent.get(key)
         if node is None:
             leaf = (reads, writes)
             if parent is None:
@@ -162,7 +162,7 @@ class Footprints:
         while type(node) is _Probe:
             location = node.location
             value = slots[location] if location >= 0 else values[~location]
-            node = node.branches.get(Front.of(value) if node.front else value)
+            node = node.branches.get(typed(Front.of(value) if node.front else value))
         return node  # type: ignore[return-value]
 
 

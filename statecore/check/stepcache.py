@@ -17,8 +17,11 @@ A state and the one it was reached from differ only where the step wrote, so
 (its leaf, with the positions its path read) and walks again only the attempts
 that read a position the step wrote; the others end where they ended.
 
-Values are told apart by equality, as the explorer's visited set tells states
-apart. An action that looks at the whole state (`Tx.before`, or `Tx.result()`
+Values are told apart by their type and equality (`typed`): ``1`` and
+``True`` are equal, but an action may tell them apart. Inside a container
+they are told apart by equality alone (``frozenset({1})`` is
+``frozenset({True})``), as the explorer's visited set tells states apart.
+An action that looks at the whole state (`Tx.before`, or `Tx.result()`
 inside the action) reads everything: such a run is used but not cached.
 
 The cache is only as good as that premise, so it is checked where it costs
@@ -280,10 +283,12 @@ class SuccessorCache:
                     flat = state[0] + state[1]
                 while True:
                     while type(node) is probe:
-                        node = node.branches.get(flat[node.position], unknown)
+                        read = flat[node.position]
+                        node = node.branches.get((type(read), read), unknown)
                     if type(node) is not front:
                         break
-                    node = node.branches.get(front_of(flat[node.position]), unknown)
+                    read = front_of(flat[node.position])
+                    node = node.branches.get((type(read.item), read), unknown)
                 if node is unknown:
                     node = self._learn(index, state)
             ends.append(node)  # type: ignore[arg-type]
@@ -337,6 +342,12 @@ class SuccessorCache:
         return leaf
 
 
+def typed(value: Any) -> tuple[type, Any]:
+    """The key of a value read in a tree: its type with it (``1`` and ``True`` are equal,
+    but an action or predicate may tell them apart); a `Front` by its item's type."""
+    return (type(value.item) if type(value) is Front else type(value)), value
+
+
 def add_path(
     root: _Node, reads: tuple[tuple[Location, Any], ...], leaf: _Node, slots: int
 ) -> tuple[_Node, int] | None:
@@ -360,8 +371,8 @@ def add_path(
                 parent[key] = node
         if type(node) is not kind or node.location != location:
             return None
-        parent, key = node.branches, value
-        node = parent.get(value, _UNKNOWN)
+        parent, key = node.branches, typed(value)
+        node = parent.get(key, _UNKNOWN)
     if node is _UNKNOWN:
         added += 1
         if parent is None:
