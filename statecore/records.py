@@ -83,7 +83,8 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
     read log. Whatever looks at the record as a whole (``==``, ``hash``,
     iterating, ``isinstance``, ``_asdict()``) reads every field and gets the
     record itself: a predicate or action sees the same record either way,
-    and the log says it read everything.
+    and the log says it read everything. Only ``type(tx.g)`` tells it from
+    the record: test the record type with ``isinstance``.
     """
 
     def field_reader(index: int) -> property:
@@ -113,6 +114,8 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
         if hasattr(record, dunder):
             namespace[dunder] = _on_whole(dunder, whole)
     namespace["__class__"] = property(lambda self: record)  # isinstance(tx.g, Record)
+    if hasattr(record, "__dataclass_fields__"):  # dataclasses.is_dataclass, fields, replace
+        namespace["__dataclass_fields__"] = record.__dataclass_fields__
     view_class = type(f"{record.__name__}Reads", (_Source,), namespace)
     return view_class
 
