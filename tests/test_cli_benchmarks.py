@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -42,3 +44,40 @@ def test_fuzz_reports_real_adapter_mutants_and_model_variants_apart() -> None:
     assert "variant" not in real
     assert variants.startswith("RESULT model_variants_found=2/2 ")
     assert "mutant" not in variants
+
+
+def test_fuzz_runs_more_seeds_on_a_target_only_while_they_are_cheap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bench = load("fuzz")
+    mode = bench.Mode(
+        seeds=3,
+        max_seeds=9,
+        seed_budget=1.0,
+        cap=30.0,
+        max_examples=10,
+        throughput_examples=1,
+        workers_budget=1.0,
+    )
+    seeds_run: list[int] = []
+
+    def searched(seconds: float) -> object:
+        def first_failure(machine: object, seed: int, cap: float, max_examples: int) -> object:
+            seeds_run.append(seed)
+            return bench.Attempt(True, seconds, 1, "x")
+
+        return first_failure
+
+    monkeypatch.setattr(bench, "first_failure", searched(0.05))
+    cheap = bench.run_seeds(lambda: object, mode)
+    assert seeds_run == list(range(9)) and cheap.hits == "9/9"  # 9 x 0.05 s is under budget
+
+    seeds_run.clear()
+    monkeypatch.setattr(bench, "first_failure", searched(0.3))
+    dear = bench.run_seeds(lambda: object, mode)
+    assert seeds_run == [0, 1, 2, 3] and dear.hits == "4/4"  # 1.2 s spent after 4 runs
+
+    seeds_run.clear()
+    monkeypatch.setattr(bench, "first_failure", searched(30.0))
+    capped = bench.run_seeds(lambda: object, mode)
+    assert seeds_run == [0, 1, 2] and capped.hits == "3/3"  # never fewer than `seeds`
