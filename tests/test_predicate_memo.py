@@ -239,6 +239,20 @@ def test_verdicts_of_the_workers_cases_are_unchanged() -> None:
     assert WORKERS.values == (W0, W1)
 
 
+def test_an_asymmetric_predicate_judged_plainly_is_caught_on_the_renamed_states() -> None:
+    """Judged plainly (it tells the logging view apart), a predicate is checked on every
+    renaming of each state's system state, and one that names an id is caught there."""
+
+    def w1_never_first(v: StateView[Any]) -> bool:
+        return type(v.state.values) is tuple and v.get("first") != W1
+
+    system = workers(always("p", "w1 never first", w1_never_first))
+    report = explore(system, stop_on_violation=False)
+    assert [r.verdict for r in report.results] == [VIOLATED]
+    assert not report.symmetry
+    assert "'p' tells symmetric ids apart" in report.notes[0]
+
+
 # -- the explorer with and without the memo -----------------------------------------------
 
 

@@ -477,7 +477,7 @@ class _Explorer:
                     f"{part} of property {prop.id!r}",
                     self.predicates.on_image(predicate),
                     value,
-                    self.guard.images(node),
+                    self.guard.state_images(node),
                 )
         except Asymmetry:
             raise

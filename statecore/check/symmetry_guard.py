@@ -85,6 +85,8 @@ class SymmetryGuard:
         self._checked: set[tuple[int, tuple[tuple[int, Any], ...]]] = set()
         self._imaged: Any = None  # the node `images` was last asked for, and its images
         self._node_images: list[tuple[Renaming, Any]] = []
+        self._state_imaged: Any = None  # the same for `state_images`
+        self._state_images: list[tuple[Renaming, Any]] = []
 
     # -- 1: the initial states ------------------------------------------------------
 
@@ -165,6 +167,17 @@ class SymmetryGuard:
             self._imaged = node
             self._node_images = [(r, image) for r, image in self._images(node) if image != node]
         return self._node_images
+
+    def state_images(self, node: Any) -> list[tuple[Renaming, Any]]:
+        """`images` of `node`'s system state alone (``(state,)``): what a state predicate reads.
+
+        Renaming the monitor states too would cost as much again, for nothing.
+        """
+        if node is not self._state_imaged:
+            self._state_imaged = node
+            state = (node[0],)
+            self._state_images = [(r, im) for r, im in self._images(state) if im != state]
+        return self._state_images
 
     def check_value(
         self,
