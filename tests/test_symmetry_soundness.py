@@ -280,6 +280,47 @@ def test_stop_on_violation_with_an_id_naming_property_reports_a_real_trace() -> 
     check_trace_shows(report.system, result)
 
 
+@pytest.mark.parametrize("special", WORKERS.values)
+def test_a_run_after_true_is_checked_apart_from_one_after_1(special: ModelValue) -> None:
+    """``flag`` is set to 1 or to True (equal values; ``tag`` keeps the two states apart);
+    ``finish`` treats one id apart only after True. The successor memo learns the two runs
+    apart, and so must the guard: a run after True is not the run after 1 it checked."""
+
+    def set_flag(value: int) -> Any:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("flag") == 0)
+            tx.set("flag", value)
+            tx.set("tag", str(value))
+
+        return run
+
+    def finish_after(tx: Tx, w: Hashable) -> None:
+        flag = tx.get("flag")
+        tx.require(flag != 0 and tx.fire(("worker", w), "finish").accepted)
+        if flag is True and w == special:
+            tx.set("x", 1)
+
+    def acquire_after(tx: Tx, w: Hashable) -> None:
+        tx.require(tx.get("flag") != 0 and tx.fire(("worker", w), "acquire").accepted)
+
+    system = System(
+        "flags",
+        components=[Component("worker", WORKER, WORKERS)],
+        globals=[Global("flag", 0), Global("tag", ""), Global("x", 0)],
+        actions=[
+            Action("one", "u", set_flag(1)),
+            Action("true", "u", set_flag(True)),
+            Action("acquire", "u", acquire_after, {"w": WORKERS}),
+            Action("finish", "u", finish_after, {"w": WORKERS}),
+        ],
+        init=spawn_all,
+        properties=[always("x_zero", "x stays 0", lambda v: v.get("x") == 0)],
+    )
+    report = same_verdicts(system)
+    assert report.result("x_zero").verdict == VIOLATED
+    assert not report.symmetry and "does not do what" in report.notes[0]
+
+
 def _state(view: Any, w: ModelValue) -> str | None:
     snap = view.snapshot("worker", w)
     return None if snap is None else str(snap.state)

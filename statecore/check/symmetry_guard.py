@@ -36,7 +36,7 @@ from typing import Any
 
 from ..system import ActionLabel, ModelValue, System, SystemState
 from ..transaction import Front
-from .stepcache import ActionFault, Run, run_attempt
+from .stepcache import ActionFault, Run, run_attempt, typed
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 
 _CHECKED_LIMIT = 1 << 20  # checked runs remembered at most (forgetting one costs a check)
@@ -82,7 +82,7 @@ class SymmetryGuard:
         self._slot_maps = [_slot_map(system, r) for r in self.renamings]
         self._plans = [canonicalizer.plan_of(r) for r in self.renamings]
         # Orbits of runs already checked: (attempt, reads) of each run and its images.
-        self._checked: set[tuple[int, tuple[tuple[int, Any], ...]]] = set()
+        self._checked: set[tuple[int, tuple[tuple[int, Any], ...]]] = set()  # typed reads
         self._imaged: Any = None  # the node `images` was last asked for, and its images
         self._node_images: list[tuple[Renaming, Any]] = []
         self._state_imaged: Any = None  # the same for `state_images`
@@ -112,8 +112,10 @@ class SymmetryGuard:
         checked again.
         """
         # A deterministic attempt reads the same locations in the same order
-        # after the same values: its reads in order name its run.
-        key = (index, run.reads)
+        # after the same values: its reads in order name its run. Values are
+        # told apart by type too, as the successor memo tells them (1 and True
+        # are two runs there, so two here).
+        key = (index, _typed_reads(run.reads))
         if key in self._checked:
             return
         orbit = [key]
@@ -131,7 +133,7 @@ class SymmetryGuard:
                     pass
                 else:
                     if observed == expected or _comparable(observed) == _comparable(expected):
-                        orbit.append((other, observed.reads))
+                        orbit.append((other, _typed_reads(observed.reads)))
                         continue
             # The whole renamed state decides (and words what differs).
             image = plan.apply((state,), plan.slots(state.slots))[0]
@@ -148,7 +150,7 @@ class SymmetryGuard:
                     f"does with the ids renamed ({_names(renaming)}): "
                     f"{_what_differs(expected, observed)}"
                 )
-            orbit.append((other, observed.reads))
+            orbit.append((other, _typed_reads(observed.reads)))
         if len(self._checked) >= _CHECKED_LIMIT:
             self._checked.clear()
         self._checked.update(orbit)
@@ -251,6 +253,11 @@ class SymmetryGuard:
                         f"the outputs {shown} and another on the same outputs with "
                         f"{_names(renaming)}"
                     )
+
+
+def _typed_reads(reads: tuple[tuple[int, Any], ...]) -> tuple[tuple[int, Any], ...]:
+    """`reads` with each value keyed by its type too (`statecore.check.stepcache.typed`)."""
+    return tuple([(location, typed(value)) for location, value in reads])
 
 
 def _slot_map(system: System, renaming: Renaming) -> tuple[int, ...]:
