@@ -18,6 +18,7 @@ exactly what an action depends on.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import typing
 from collections.abc import Callable, Hashable
@@ -83,8 +84,10 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
     read log. Whatever looks at the record as a whole (``==``, ``hash``,
     iterating, ``isinstance``, ``_asdict()``) reads every field and gets the
     record itself: a predicate or action sees the same record either way,
-    and the log says it read everything. Only ``type(tx.g)`` tells it from
-    the record: test the record type with ``isinstance``.
+    and the log says it read everything; so does every other special method
+    the record has (``bool``, ``str``, ``+``, ...), and a tuple record's
+    reader is a sequence to ``match``. Only ``type(tx.g)`` tells it from the
+    record: test the record type with ``isinstance``.
     """
 
     def field_reader(index: int) -> property:
@@ -110,33 +113,53 @@ def reader(record: type, names: tuple[str, ...], owner: str) -> Callable[[_Reads
     namespace.update(
         __slots__=(), __setattr__=setattr_, __getattr__=getattr_, __doc__=record.__doc__
     )
-    for dunder in _WHOLE:
-        if hasattr(record, dunder):
-            namespace[dunder] = _on_whole(dunder, whole)
+    for dunder in _whole_methods(record):
+        namespace[dunder] = _on_whole(dunder, whole)
     namespace["__class__"] = property(lambda self: record)  # isinstance(tx.g, Record)
     if hasattr(record, "__dataclass_fields__"):  # dataclasses.is_dataclass, fields, replace
         namespace["__dataclass_fields__"] = record.__dataclass_fields__
     view_class = type(f"{record.__name__}Reads", (_Source,), namespace)
+    if issubclass(record, tuple):  # a sequence to `match` (``case (queue, _):``), as the record
+        collections.abc.Sequence.register(view_class)
     return view_class
 
 
-# What looks at a record as a whole: done on the record itself, every field read.
-_WHOLE = (
-    "__eq__",
-    "__ne__",
-    "__hash__",
-    "__lt__",
-    "__le__",
-    "__gt__",
-    "__ge__",
-    "__iter__",
-    "__len__",
-    "__getitem__",
-    "__contains__",
-    "__repr__",
-    "__add__",
-    "__mul__",
-    "__rmul__",
+def _whole_methods(record: type) -> list[str]:
+    """The special methods `record` has of its own (or a base's but `object`'s): ``==``,
+    ``hash``, ordering, ``len``, iterating, ``bool``, ``str``, ``+``, ...; each, on the
+    reader, is done on the record itself, every field read."""
+    names = []
+    for name in dir(record):
+        if not (name.startswith("__") and name.endswith("__")) or name in _OWN:
+            continue
+        method = getattr(record, name, None)
+        if callable(method) and method is not getattr(object, name, None):
+            names.append(name)
+    return names
+
+
+# Special methods the reader keeps its own: making, attribute access, pickling, its type.
+_OWN = frozenset(
+    {
+        "__class__",
+        "__class_getitem__",
+        "__delattr__",
+        "__dir__",
+        "__getattr__",
+        "__getattribute__",
+        "__getnewargs__",
+        "__getnewargs_ex__",
+        "__getstate__",
+        "__init__",
+        "__init_subclass__",
+        "__new__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__setattr__",
+        "__setstate__",
+        "__sizeof__",
+        "__subclasshook__",
+    }
 )
 
 

@@ -11,6 +11,7 @@ under a renaming.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -354,6 +355,72 @@ def test_equal_values_of_different_types_are_told_apart(
         actions=[Action("one", "u", setter(1, 1)), Action("true", "u", setter(True, 2))],
         globals=[Global("x", 0), Global("tag", 0)],
         properties=[always("not_bool", "x is no bool", lambda v: not isinstance(v.get("x"), bool))],
+    )
+    assert [r.verdict for r in explore(system).results] == [VIOLATED]
+    both_ways(system, monkeypatch, stop_on_violation=False)
+
+
+class Pair(NamedTuple):
+    a: int = 0
+    b: int = 0
+
+
+def _set_once(name: str) -> Callable[[Tx], None]:
+    def run(tx: Tx) -> None:
+        tx.require(getattr(tx.g, name) == 0)
+        tx.put(**{name: 1})
+
+    return run
+
+
+def _not_b_alone(v: StateView[Any]) -> bool:
+    match v.g:
+        case (0, 1):
+            return False
+        case _:
+            return True
+
+
+def test_a_match_on_the_record_as_a_sequence_reads_all_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``case (0, 1):`` matches a tuple record; on the logging view it must match too (and read
+    every field), or a path that read nothing answers every state, and partial-order
+    reduction takes the property for one no action can change."""
+    system = System(
+        "pairs",
+        components=[],
+        actions=[Action("set_a", "u", _set_once("a")), Action("set_b", "u", _set_once("b"))],
+        globals=Pair,
+        properties=[always("not_b_alone", "never b without a", _not_b_alone)],
+    )
+    for por in (False, True):
+        report = explore(system, stop_on_violation=False, por=por)
+        assert [r.verdict for r in report.results] == [VIOLATED]
+    both_ways(system, monkeypatch, stop_on_violation=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Backlog:
+    pending: int = 1
+
+    def __bool__(self) -> bool:
+        return self.pending > 0
+
+
+def test_a_record_that_defines_bool_is_judged_as_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def work(tx: Tx) -> None:
+        tx.require(tx.g.pending > 0)
+        tx.put(pending=tx.g.pending - 1)
+
+    system = System(
+        "backlog",
+        components=[],
+        actions=[Action("work", "u", work)],
+        globals=Backlog,
+        properties=[always("busy", "work is always pending", lambda v: bool(v.g))],
     )
     assert [r.verdict for r in explore(system).results] == [VIOLATED]
     both_ways(system, monkeypatch, stop_on_violation=False)
