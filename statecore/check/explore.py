@@ -21,9 +21,10 @@ action only on a combination of read values it has not met before.
 Symmetry reduction is used only where it is sound: `statecore.check.symmetry_guard`
 checks, as the search goes, that nothing in the system tells its symmetric ids
 apart. If something does, the search starts again without symmetry and the
-report's `notes` say why. A model that misbehaves - an action or a property
-that raises, an action that is not deterministic - stops the search with a
-`statecore.errors.ModelError` carrying the trace that reached the state.
+report's `notes` say why; likewise without memos (`statecore.check.plain`). A
+model that misbehaves - an action or a property that raises, an action that is
+not deterministic - stops the search with a `statecore.errors.ModelError`
+carrying the trace that reached the state.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from .results import STOPS, Coverage, ExplorationInterrupted, Progress, Property
 from .stepcache import ActionFault, Hint, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
 from .symmetry_guard import Asymmetry, SymmetryGuard
+from .values import NotInterchangeable
 
 __all__ = [
     "HOLDS",
@@ -119,8 +121,7 @@ def explore(
             raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
     limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
     make = _Explorer if workers == 1 else parallel_search(_Explorer, workers, por)
-    # The visited set only grows and holds no cycles: the cyclic collector
-    # would rescan it again and again for nothing.
+    # The visited set only grows, with no cycles: the cyclic collector would rescan it for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -136,6 +137,10 @@ def explore(
             stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
             raise
         return replace(report, notes=(note, *report.notes))
+    except NotInterchangeable as exc:  # the memos' premise fails (`statecore.check.values`)
+        from .plain import plain_search  # (it builds on this module's explorer)
+
+        return plain_search(system, properties, limits, exc.reason)
     finally:
         if enabled:
             gc.enable()
@@ -171,6 +176,9 @@ class _Explorer:
             self.successors = self.por.successors(verify)
         else:
             self.successors = SuccessorCache(system, verify=verify)
+        self.values = self.successors.values  # every value the search makes (initial, learned)
+        if self.guard is not None:
+            self.guard.values = self.values
         self.max_states = max_states
         self.max_memory = max_memory
         self.stop = ""  # why the search stopped early, a key of STOPS
@@ -182,8 +190,7 @@ class _Explorer:
         self.results: dict[str, PropertyResult] = {}
         self.when_seen: set[str] = set()
         self.quiescent_seen = False
-        # Monitor refusals met while expanding the current depth, committed when
-        # the search moves one level deeper (see `_commit_refusals`).
+        # Monitor refusals met at this depth, committed one level deeper (`_commit_refusals`).
         self.refusals: dict[str, tuple[Property, Node, ActionLabel, str]] = {}
         # Transitions taken, counted per step's tuple of them (see `_coverage`).
         self.taken: Counter[tuple[TakenTransition, ...]] = Counter()
@@ -216,9 +223,8 @@ class _Explorer:
         level = self._initial_nodes()
         self.last_report = start
         depth = 0
-        # Each queued node carries its hint (see `SuccessorCache.expand`): its successors
-        # are found without walking again for the actions its step left alone. Not
-        # under partial-order reduction, whose footprints are learned from every walk.
+        # Each queued node carries its hint (`SuccessorCache.expand`): no walk again for the actions
+        # its step left alone. Not under POR, whose footprints are learned from every walk.
         walks = self.walks and self.por is None
         hints: list[Hint | None] | None = [None] * len(level) if walks else None
         while level:
@@ -252,6 +258,7 @@ class _Explorer:
             self.guard.check_initial(states)
         level: list[Node] = []
         for state in states:
+            self.values.add_state(state)
             node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
             if node not in self.parents:
                 self.parents[node] = None

@@ -52,6 +52,8 @@ from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .partition import Finding, LevelReport, Plan, Share, partition_of, process_hash
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
+from .transfer import loads
+from .values import NotInterchangeable
 
 __all__ = ["ParallelSearch", "parallel_search", "partition_of"]
 
@@ -136,6 +138,7 @@ class ParallelSearch:
         )
         if not fingerprints and not self.stable_routes:
             self.replayer.fingerprint = process_hash
+        self.decode: Callable[[bytes], Any] = loads  # what workers send (`Share.dumps`)
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         self.states = 0
@@ -248,6 +251,9 @@ class ParallelSearch:
         for report in reports:
             if report.error is not None:
                 self._raise(*report.error, command)
+        for report in reports:  # one worker's value may be equal to another's, and differ
+            for made in self.decode(report.values):
+                judge.values.add(*made)
         self.states = sum(r.states for r in reports)
         self.transitions = judge.transitions = sum(r.transitions for r in reports)
         self.store_bytes = sum(r.store_bytes for r in reports)
@@ -297,6 +303,8 @@ class ParallelSearch:
         """Raise, in this process, the error a worker met (as one process would word it)."""
         if kind == "asymmetry":
             raise Asymmetry(message)
+        if kind == "values":
+            raise NotInterchangeable(message)
         if kind == "exchange":
             raise RuntimeError(f"a worker failed to exchange successors: {message}")
         judge = self.judge

@@ -31,6 +31,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
+from .values import NotInterchangeable
 
 __all__ = [
     "Finding",
@@ -220,6 +221,7 @@ class LevelReport:
     out_of_memory: bool = False
     store_bytes: int = 0
     error: tuple[str, str, int] | None = None  # (kind, message, reference)
+    values: bytes = b""  # the (place, value)s it made since its last report, encoded
 
 
 class Share:
@@ -319,6 +321,8 @@ class Share:
                 explorer.refusals.clear()
         except Asymmetry as exc:
             report.error = ("asymmetry", exc.reason, 0)
+        except NotInterchangeable as exc:
+            report.error = ("values", exc.reason, 0)
         except Exception:
             node = current[0] if isinstance(current, tuple) and stage == "state" else current
             ref = ROOT if node is None else part.ref_of(node)
@@ -331,6 +335,7 @@ class Share:
         report.quiescent_seen = explorer.quiescent_seen
         report.turned_away = part.turned_away
         report.store_bytes = part.store.nbytes
+        report.values = self.dumps(explorer.values.fresh())  # another worker's may equal them
         return report
 
     def _exchange(self) -> list[Item]:

@@ -300,6 +300,7 @@ class RaySearch(ParallelSearch):
         # The actors' representatives are not this process's: its judge replays
         # the concrete paths they stand for (`_replay`), without symmetry.
         self.judge = _Explorer(system, properties, False, None, None, False, None)
+        self.decode = Codec(system).loads
         self.replayer = FingerprintStore(
             system, self.fingerprints or 64, self.judge._canon, self.judge._step_monitors
         )

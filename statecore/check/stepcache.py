@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from ..system import System
 from ..system_parts import ActionLabel, Emitted, Slot, SystemState, SystemStep, TakenTransition
 from ..transaction import Disabled, Edited, Front, Tx
+from .values import ValueRegistry
 
 # Slot i is location i; global j is location ~j (negative).
 Location = int
@@ -255,6 +256,7 @@ class SuccessorCache:
         self._room = max_nodes
         self._verify = verify
         self.runs = 0  # real runs of an attempt (each learned path is run twice)
+        self.values = ValueRegistry()  # what learned runs wrote: equal values must be alike
 
     def __call__(self, state: SystemState) -> list[SystemStep]:
         """Every enabled action in `state` with the step it makes, as `System.successors`."""
@@ -313,6 +315,8 @@ class SuccessorCache:
             )
         if self._verify is not None:
             self._verify(index, state, run)
+        if run.outcome is not None:  # before any state holds what it wrote
+            self.values.add_outcome(run.outcome)
         reads = -1 if run.whole else _mask([_position(i, self._slots) for i, _ in run.reads])
         leaf: _End
         if run.outcome is None:

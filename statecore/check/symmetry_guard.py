@@ -38,6 +38,7 @@ from ..system import ActionLabel, ModelValue, System, SystemState
 from ..transaction import Front
 from .stepcache import ActionFault, Run, run_attempt, typed
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
+from .values import ValueRegistry
 
 _CHECKED_LIMIT = 1 << 20  # checked runs remembered at most (forgetting one costs a check)
 
@@ -83,6 +84,9 @@ class SymmetryGuard:
         self._plans = [canonicalizer.plan_of(r) for r in self.renamings]
         # Orbits of runs already checked: (attempt, reads) of each run and its images.
         self._checked: set[tuple[int, tuple[tuple[int, Any], ...]]] = set()  # typed reads
+        # The search's registry of values (`statecore.check.values`): a renamed run's writes
+        # are made too, in the states the reduction leaves out.
+        self.values: ValueRegistry | None = None
         self._imaged: Any = None  # the node `images` was last asked for, and its images
         self._node_images: list[tuple[Renaming, Any]] = []
         self._state_imaged: Any = None  # the same for `state_images`
@@ -124,6 +128,8 @@ class SymmetryGuard:
         ):
             other = attempts[index]
             expected = _renamed_run(run, plan.renamed, slots)
+            if self.values is not None and expected.outcome is not None:
+                self.values.add_outcome(expected.outcome)
             if not run.whole:
                 # The image agrees with the renamed state where the run read: a run that
                 # reads only there does what it does on the whole renamed state.

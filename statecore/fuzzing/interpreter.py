@@ -43,6 +43,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ..adapter import Adapter, AppliedStep
 from ..check.stepcache import SuccessorCache
+from ..check.values import NotInterchangeable
 from ..properties import EMPTY_MONITOR, MonitorState, Property
 from ..system import ActionLabel, StateView, System, SystemState, SystemStep
 from ..traces.judge import (
@@ -458,9 +459,36 @@ def shared_successors(system: System) -> Callable[[SystemState], list[SystemStep
         return held[1]
     if len(_shared) >= _SHARED_LIMIT:
         del _shared[next(iter(_shared))]
-    expand = _by_state(SuccessorCache(system))
+    expand = _memoised(system)
     _shared[key] = (system, expand)
     return expand
+
+
+def _memoised(system: System) -> Callable[[SystemState], list[SystemStep]]:
+    """`SuccessorCache` behind `_by_state`, until the model makes two equal values that
+    are not interchangeable (`statecore.check.values`): from then on `System.successors`,
+    since both memos would answer one with what they learned on the other."""
+    cache = SuccessorCache(system)
+    memo = _by_state(cache)
+    memo_off = False
+    try:
+        for state in system.init_states():  # values the runs make may equal theirs
+            cache.values.add_state(state)
+    except NotInterchangeable:
+        memo_off = True
+    except Exception:  # init raises: the run reports it where it calls init
+        pass
+
+    def steps(state: SystemState) -> list[SystemStep]:
+        nonlocal memo_off
+        if not memo_off:
+            try:
+                return memo(state)
+            except NotInterchangeable:
+                memo_off = True
+        return system.successors(state)
+
+    return steps
 
 
 def _choose(data: st.DataObject, elements: Sequence[T]) -> T:

@@ -1,0 +1,134 @@
+"""Equal values must be interchangeable: every memo's premise, checked on the values a search makes.
+
+The explorer keeps one of two equal states, and its memos (the successor
+memo, the predicate memo, partial-order reduction's footprints, the monitor
+steps) answer a value read with what they learned on an equal one. That is
+sound only if equal values behave alike. Python has equal values that do
+not: ``0.0`` and ``-0.0``, ``Decimal("1.0")`` and ``Decimal("1.00")``,
+``(1,)`` and ``(True,)`` (the memos tell ``1`` from ``True`` at the top of a
+location, not inside a container). Two states that hold such values at one location and
+differ elsewhere are both kept, and a memo would answer the second with
+what the first did.
+
+Every value in a state comes from an initial state or from a run of an
+action the successor memo learned (a memo answer replays a learned write;
+a FIFO append adds a learned item). `ValueRegistry` sees each of them once,
+when it is made, and keeps, per value, its `strict` form: the value with
+every part's exact type and a number's sign and digits. Two equal
+values with different strict forms raise `NotInterchangeable`, before any
+state holds the second one, so no memo has answered with the first: the
+explorer then searches again without its memos (`statecore.check.explore`).
+
+A set's order is not part of its form: equal sets can iterate in different
+orders (one built from ``(0, 8)``, the other from ``(8, 0)``), and in
+another process they do. A model must not depend on it: the explorer keeps
+one of two equal states whatever their sets' orders, with or without memos.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from decimal import Decimal
+from typing import Any
+
+from ..system import ModelValue, SystemState
+from ..transaction import Edited
+
+__all__ = ["NotInterchangeable", "ValueRegistry", "strict"]
+
+# Types whose equal values of the one type behave alike: their value is their form.
+_PLAIN = frozenset({int, bool, str, bytes, type(None), ModelValue})
+# Numbers whose equal values can still differ (sign of zero, digits): their repr tells.
+_SPELLED = frozenset({float, complex, Decimal})
+
+
+class NotInterchangeable(Exception):
+    """Two equal values a search made behave differently; `reason` names them."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def strict(value: Any) -> Hashable:
+    """`value` as a form that tells apart what ``==`` does not (see the module doc)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return kind, value
+    if kind in _SPELLED:
+        return kind, repr(value)
+    if isinstance(value, tuple):  # records, slots and snapshots too
+        return kind, tuple([strict(item) for item in value])
+    if isinstance(value, frozenset):
+        return kind, frozenset([strict(item) for item in value])
+    fields = getattr(kind, "__dataclass_fields__", None)
+    if fields is not None:
+        return kind, tuple([strict(getattr(value, name)) for name in fields])
+    return kind, value  # anything else: its equality is its own to define
+
+
+class ValueRegistry:
+    """The values a search has made, by where they are, each with its `strict` form.
+
+    A memo looks a value up where it was read (a slot, a global, a FIFO's
+    front, a step's outputs), by type and equality: so two values conflict
+    only at one place, of one type. A place is a location of
+    `statecore.transaction` (slot i is i, global j is ~j), ``("item", j)``
+    for the items of global j, or ``"outputs"``.
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[Hashable, tuple[Hashable, Hashable]] = {}  # key -> (first, form)
+        self._fresh: list[tuple[Hashable, Hashable]] = []  # noted since `fresh` was asked
+
+    def add(self, place: Hashable, value: Hashable) -> None:
+        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs."""
+        key = (place, type(value), value)
+        try:
+            held = self._first.get(key)
+        except TypeError:  # unhashable: no state can hold it, no memo can key on it
+            return
+        form = strict(value)
+        if held is None:
+            self._first[key] = (value, form)
+            self._fresh.append((place, value))
+            return
+        first, known = held
+        if known != form:
+            raise NotInterchangeable(
+                f"the values {first!r} and {value!r} are equal but not interchangeable "
+                "(a part of another type, or a number's sign or digits); a memo would answer "
+                "one with what it learned on the other"
+            )
+
+    def fresh(self) -> list[tuple[Hashable, Hashable]]:
+        """``(place, value)`` first noted since the last call: for a whole search's registry."""
+        fresh, self._fresh = self._fresh, []
+        return fresh
+
+    def add_global(self, index: int, value: Hashable) -> None:
+        """Global `index`'s value, and each item of a tuple (a FIFO's front is read alone)."""
+        if type(value) is Edited:
+            for item in value.items:
+                self.add(("item", index), item)
+            return
+        self.add(~index, value)
+        if type(value) is tuple:
+            for item in value:
+                self.add(("item", index), item)
+
+    def add_state(self, state: SystemState) -> None:
+        """Every slot and global of an initial state."""
+        for index, slot in enumerate(state.slots):
+            self.add(index, slot)
+        for index, value in enumerate(state.values):
+            self.add_global(index, value)
+
+    def add_outcome(self, outcome: Any) -> None:
+        """What a learned run wrote: its slots, its globals (a FIFO's items) and its outputs."""
+        slot_writes, value_writes, outputs, _taken = outcome
+        for index, slot in slot_writes:
+            self.add(index, slot)
+        for index, value in value_writes:
+            self.add_global(index, value)
+        self.add("outputs", outputs)
