@@ -34,7 +34,6 @@ import time
 from collections import Counter
 from collections import _count_elements as _count  # type: ignore[attr-defined]
 from collections.abc import Callable, Hashable
-from dataclasses import replace
 from typing import Any
 
 from ..errors import ActionRaisedError, ModelError
@@ -131,12 +130,7 @@ def explore(
             return make(system, properties, symmetry, *limits).run()
         except Asymmetry as exc:
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
-        try:
-            report = make(system, properties, False, *limits).run()
-        except ExplorationInterrupted as stopped:
-            stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
-            raise
-        return replace(report, notes=(note, *report.notes))
+        return _results.noted(make(system, properties, False, *limits).run, note)
     except NotInterchangeable as exc:  # the memos' premise fails (`statecore.check.values`)
         from .plain import plain_search  # (it builds on this module's explorer)
 

@@ -12,14 +12,13 @@ all of which rest on the memos. Its report says why in its notes.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import replace
 from typing import Any
 
 from ..properties import Property
 from ..system import StateView, System, SystemState
 from .explore import _Explorer
 from .predicates import PredicateCache
-from .results import ExplorationInterrupted, Progress, Report
+from .results import Progress, Report, noted
 from .stepcache import SuccessorCache
 from .values import ValueRegistry
 
@@ -37,12 +36,7 @@ def plain_search(
         f"memos off: {reason}; every state was explored without them (and without symmetry "
         "or partial-order reduction, which rest on them)"
     )
-    try:
-        report = _PlainExplorer(system, properties, False, *limits).run()
-    except ExplorationInterrupted as stopped:
-        stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
-        raise
-    return replace(report, notes=(note, *report.notes))
+    return noted(_PlainExplorer(system, properties, False, *limits).run, note)
 
 
 class _PlainExplorer(_Explorer):

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from ..properties import Property
 from ..system import System, TakenTransition
@@ -108,6 +109,16 @@ class ExplorationInterrupted(KeyboardInterrupt):
     def __init__(self, report: Report) -> None:
         super().__init__("the search was interrupted")
         self.report = report
+
+
+def noted(search: Callable[[], Report], note: str) -> Report:
+    """`search`'s report with `note` first in its notes; an interrupted one's too."""
+    try:
+        report = search()
+    except ExplorationInterrupted as stopped:
+        stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
+        raise
+    return replace(report, notes=(note, *report.notes))
 
 
 def coverage_of(
