@@ -18,7 +18,9 @@ The premise is checked where it costs least, on each path learned:
   logging view's ``view.g`` compares, hashes and iterates as the record
   itself (reading every field), and ``isinstance`` sees the record type;
 * values read are told apart by their type and equality, as the successor
-  memo tells them (`statecore.check.stepcache.typed`);
+  memo tells them (`statecore.check.stepcache.typed`); a model that makes
+  equal values that behave differently turns every memo off
+  (`statecore.check.values`);
 * a path that disagrees with the tree (another location read after the same
   values) is not added. Equal values are one value to the memo, as equal
   states are one state to the explorer, yet two equal frozensets may iterate
