@@ -191,7 +191,7 @@ def test_fuzzing_steps_plainly_once_the_model_makes_such_values() -> None:
 class _Blind(ValueRegistry):
     """A worker's registry that notes values but never compares them."""
 
-    def add(self, place: Hashable, value: Hashable) -> None:
+    def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
         self._fresh.append((place, value))
 
 

@@ -53,7 +53,7 @@ class _PlainExplorer(_Explorer):
 class _Unchecked(ValueRegistry):
     """No premise to check: nothing is looked up by value."""
 
-    def add(self, place: Hashable, value: Hashable) -> None:
+    def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
         return None
 
 

@@ -72,7 +72,9 @@ class ValueRegistry:
 
     A memo looks a value up where it was read (a slot, a global, a FIFO's
     front, a step's outputs), by type and equality: so two values conflict
-    only at one place, of one type. A place is a location of
+    only at one place, of one type. A FIFO's items conflict whatever their
+    types: a queue holds them, and a memo that reads the queue whole tells
+    ``(1,)`` from ``(True,)`` no better than any tuple. A place is a location of
     `statecore.transaction` (slot i is i, global j is ~j), ``("item", j)``
     for the items of global j, or ``"outputs"``.
     """
@@ -81,9 +83,13 @@ class ValueRegistry:
         self._first: dict[Hashable, tuple[Hashable, Hashable]] = {}  # key -> (first, form)
         self._fresh: list[tuple[Hashable, Hashable]] = []  # noted since `fresh` was asked
 
-    def add(self, place: Hashable, value: Hashable) -> None:
-        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs."""
-        key = (place, type(value), value)
+    def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
+        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs.
+
+        `typed`: the memos tell values of two types apart there (the top of a
+        location); not inside a value (a FIFO's item is inside its queue).
+        """
+        key = (place, type(value) if typed else None, value)
         try:
             held = self._first.get(key)
         except TypeError:  # unhashable: no state can hold it, no memo can key on it
@@ -110,12 +116,12 @@ class ValueRegistry:
         """Global `index`'s value, and each item of a tuple (a FIFO's front is read alone)."""
         if type(value) is Edited:
             for item in value.items:
-                self.add(("item", index), item)
+                self.add(("item", index), item, typed=False)
             return
         self.add(~index, value)
         if type(value) is tuple:
             for item in value:
-                self.add(("item", index), item)
+                self.add(("item", index), item, typed=False)
 
     def add_state(self, state: SystemState) -> None:
         """Every slot and global of an initial state."""
