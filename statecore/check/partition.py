@@ -29,6 +29,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
+from .stepcache import Hint
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -258,6 +259,9 @@ class Share:
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
         self.frontier: list[Node] = []  # the nodes of the level to expand next
+        # Their hints (`SuccessorCache.expand`): a node this worker reached from its own parent
+        # walks again only for the actions the step changed; one sent by another worker has none.
+        self.hints: list[Hint | None] | None = None
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
 
@@ -288,17 +292,22 @@ class Share:
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: list[Node] = []
+        walks = explorer.walks and explorer.por is None
+        hints = self.hints
+        deeper_hints: list[Hint | None] | None = [] if walks else None
         current: Node | None = None
         stage = "init"
         try:
             if command == "init":
                 deeper = explorer._initial_nodes()
+                deeper_hints = [None] * len(deeper) if walks else None
             else:
                 self.base += 1
                 stage = "expand"
                 try:
                     for index, current in enumerate(self.frontier):
-                        explorer._expand(current, deeper)
+                        hint = None if hints is None else hints[index]
+                        explorer._expand(current, deeper, hint, deeper_hints)
                         if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
                             report.out_of_memory = True
                             break
@@ -312,6 +321,8 @@ class Share:
                 for current in received:
                     if part.insert(*current):
                         deeper.append(current[0])
+                        if deeper_hints is not None:
+                            deeper_hints.append(None)
                         if explorer.state_props:
                             explorer._check_state(current[0])
                 current = None
@@ -328,6 +339,8 @@ class Share:
             ref = ROOT if node is None else part.ref_of(node)
             report.error = (stage, traceback.format_exc(), ref)
         self.frontier = deeper
+        aligned = deeper_hints is not None and len(deeper_hints) == len(deeper)
+        self.hints = deeper_hints if aligned else None
         report.states, report.new = len(part), len(deeper)
         report.transitions = explorer.transitions
         report.findings, self.findings = self.findings, []
