@@ -19,6 +19,7 @@ import pytest
 
 from statecore.check import explore as explore_module
 from statecore.check.explore import VIOLATED, Report, explore
+from statecore.check.plain import without_memos
 from statecore.check.predicates import PredicateCache
 from statecore.check.values import NotInterchangeable, ValueRegistry, strict
 from statecore.fuzzing.interpreter import shared_successors
@@ -92,13 +93,17 @@ class _PlainJudge(PredicateCache):
         return bool(predicate(StateView(self.system, state))), False
 
 
+class _Plain(explore_module._Explorer):
+    def __init__(self, system: System, properties: Any, symmetry: bool, *rest: Any) -> None:
+        super().__init__(system, properties, False, *rest)
+        without_memos(self)
+
+
 @contextmanager
 def plainly() -> Iterator[None]:
     """The explorer without memos: its own fallback (`statecore.check.plain`), from the start."""
-    from statecore.check import plain
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(explore_module, "_Explorer", plain._PlainExplorer)
+        patch.setattr(explore_module, "_Explorer", _Plain)
         yield
 
 

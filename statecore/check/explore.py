@@ -54,6 +54,7 @@ from ..traces.judge import (
     rest_place,
 )
 from ..traces.trace import Trace
+from . import plain as _plain
 from . import results as _results
 from .counterexample import Node, PropertyFault, action_error, property_error, rebuild, router_fault
 from .fingerprints import FingerprintStore, store_notes
@@ -132,9 +133,8 @@ def explore(
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
         return _results.noted(make(system, properties, False, *limits).run, note)
     except NotInterchangeable as exc:  # the memos' premise fails (`statecore.check.values`)
-        from .plain import plain_search  # (it builds on this module's explorer)
-
-        return plain_search(system, properties, limits, exc.reason)
+        plain = _plain.without_memos(_Explorer(system, properties, False, *limits))
+        return _results.noted(plain.run, _plain.note(exc.reason))
     finally:
         if enabled:
             gc.enable()

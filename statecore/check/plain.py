@@ -3,51 +3,46 @@
 Every memo of the explorer answers a value read with what it learned on an
 equal one (`statecore.check.values`). When a search meets two equal values
 that behave differently, `statecore.check.explore.explore` throws it away
-and runs this one: each action run on each state (twice: it must be
-deterministic), each predicate judged on the state itself, no monitor step
-remembered, on one process, without symmetry or partial-order reduction,
-all of which rest on the memos. Its report says why in its notes.
+and runs an explorer `without_memos`: each action run on each state (twice:
+it must be deterministic), each predicate judged on the state itself, no
+monitor step remembered, on one process, without symmetry or partial-order
+reduction, all of which rest on the memos. Its report says why (`note`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
-from ..properties import Property
-from ..system import StateView, System, SystemState
-from .explore import _Explorer
+from ..system import StateView, SystemState
 from .predicates import PredicateCache
-from .results import Progress, Report, noted
 from .stepcache import SuccessorCache
 from .values import ValueRegistry
 
-__all__ = ["plain_search"]
+__all__ = ["note", "without_memos"]
+
+E = TypeVar("E")
 
 
-def plain_search(
-    system: System,
-    properties: tuple[Property, ...] | None,
-    limits: tuple[int | None, int | None, bool, Callable[[Progress], None] | None, int],
-    reason: str,
-) -> Report:
-    """`system` searched without memos; the report's notes start with `reason`."""
-    note = (
+def note(reason: str) -> str:
+    """The report's note on a search run `without_memos` because of `reason`."""
+    return (
         f"memos off: {reason}; every state was explored without them (and without symmetry "
         "or partial-order reduction, which rest on them)"
     )
-    return noted(_PlainExplorer(system, properties, False, *limits).run, note)
 
 
-class _PlainExplorer(_Explorer):
-    walks = False  # no successor memo, so no walks to hint
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.successors = SuccessorCache(self.system, max_nodes=0)  # runs, remembers nothing
-        self.successors.values = self.values = _Unchecked()
-        self.predicates = _PlainPredicates(self.system)
-        self.monitor_steps = _Forgotten()
+def without_memos(explorer: E) -> E:
+    """`explorer` (a new `statecore.check.explore` explorer, without symmetry) with every
+    memo replaced by the plain computation."""
+    search: Any = explorer
+    system = search.system
+    search.walks = False  # no successor memo, so no walks to hint
+    search.successors = SuccessorCache(system, max_nodes=0)  # runs, remembers nothing
+    search.successors.values = search.values = _Unchecked()
+    search.predicates = _PlainPredicates(system)
+    search.monitor_steps = _Forgotten()
+    return explorer
 
 
 class _Unchecked(ValueRegistry):
