@@ -10,13 +10,19 @@ value with what it learned on the other would say it holds.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from statecore import Event, Machine, State, Transition
 from statecore.check import explore as explore_module
 from statecore.check.explore import VIOLATED, Report, explore
 from statecore.check.plain import without_memos
@@ -24,7 +30,7 @@ from statecore.check.predicates import PredicateCache
 from statecore.check.values import NotInterchangeable, ValueRegistry, strict
 from statecore.fuzzing.interpreter import shared_successors
 from statecore.properties import always
-from statecore.system import Action, Global, StateView, System, SystemState, Tx
+from statecore.system import Action, Component, Global, Keys, StateView, System, SystemState, Tx
 
 Predicate = Callable[[StateView[Any]], object]
 
@@ -55,7 +61,7 @@ def test_what_the_memos_tell_apart_or_cannot_see_does_not_conflict() -> None:
     registry = ValueRegistry()
     for value in (1, True, 1.0, frozenset((0, 8)), frozenset((8, 0)), (1, "a"), (1, "a")):
         registry.add(0, value)  # 1, True and 1.0 are keyed by type too; a set's order is no part
-    assert [v for _, v in registry.fresh()] == [1, True, 1.0, frozenset((0, 8)), (1, "a")]
+    assert [v for _, v, _ in registry.fresh()] == [1, True, 1.0, frozenset((0, 8)), (1, "a")]
     assert registry.fresh() == []
 
 
@@ -201,7 +207,7 @@ class _Blind(ValueRegistry):
     """A worker's registry that notes values but never compares them."""
 
     def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
-        self._fresh.append((place, value))
+        self._fresh.append((place, value, typed))
 
 
 def test_values_two_workers_made_apart_are_compared_by_the_coordinator(
@@ -219,3 +225,119 @@ def test_values_two_workers_made_apart_are_compared_by_the_coordinator(
     report = explore(CASES["1 and True in a tuple, an action"], stop_on_violation=False, workers=2)
     assert [r.verdict for r in report.results] == [VIOLATED]
     assert report.notes[0].startswith("memos off: the values (1,) and (True,)")
+
+
+# -- symmetry: the renaming cache -----------------------------------------------------------
+
+IDS = Keys("w", 2)
+ONCE = Machine(
+    "once",
+    states=[State("open", initial=True), State("done", final=True)],
+    events=[Event("go")],
+    transitions=[Transition("open", "go", "done")],
+)
+
+
+def _start(tx: Tx, w: Hashable) -> None:
+    tx.require(tx.get("n") == 0)
+    tx.set("n", 1)
+    tx.spawn("w", w)
+
+
+def _show(tx: Tx) -> None:
+    tx.require(tx.get("n") == 1)
+    tx.set("n", 2)
+    tx.set("words", repr(tx.get("b")))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_equal_tuples_at_two_places_turn_the_memos_off_under_symmetry(seed: int) -> None:
+    """``a`` holds (1,) and ``b`` (True,). Renaming a state under symmetry reduction renames
+    each tuple through one cache per renaming, looked up by equality wherever the tuple sits:
+    ``b`` would come back as ``a``'s (1,). Whether a state is renamed at all depends on the
+    hash seed (which id orders first), so each seed runs in a process of its own."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_values import symmetric_pair_of_tuples, plain_results
+from statecore.check.explore import explore
+system = symmetric_pair_of_tuples()
+report = explore(system, stop_on_violation=False)
+assert [(r.verdict, r.detail) for r in report.results] == plain_results(system), report
+assert report.notes[0].startswith("memos off: the values "), report.notes
+"""
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def symmetric_pair_of_tuples() -> System:
+    return System(
+        "renamed_tuples",
+        components=[Component("w", ONCE, IDS)],
+        actions=[Action("start", "u", _start, {"w": IDS}), Action("show", "u", _show)],
+        globals=[Global("n", 0), Global("a", (1,)), Global("b", (True,)), Global("words", "")],
+        properties=[
+            always(
+                "bools",
+                "b holds bools once started",
+                lambda v: v.get("n") == 0 or all(type(x) is bool for x in v.get("b")),
+            ),
+            always("words", "words are never (1,)", lambda v: v.get("words") != "(1,)"),
+        ],
+    )
+
+
+def plain_results(system: System) -> list[tuple[str, str]]:
+    with plainly():
+        report = explore(system, stop_on_violation=False)
+    return [(r.verdict, r.detail) for r in report.results]
+
+
+# -- no fallback where nothing can be confused -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", [(0, False), (1, 1.0), ((0, 0), (False, False)), (frozenset({1}), 1)]
+)
+def test_a_tuple_global_of_mixed_items_keeps_the_memos(value: Hashable) -> None:
+    """A tuple global whose items are equal across types (a counter and a flag) is no FIFO:
+    no memo reads its items one by one."""
+
+    def tick(tx: Tx) -> None:
+        tx.require(tx.get("n") < 2)
+        tx.set("n", tx.get("n") + 1)
+        tx.set("x", tx.get("x") + (value[0],))
+
+    system = System(
+        "mixed",
+        components=[],
+        actions=[Action("tick", "u", tick)],
+        globals=[Global("x", value), Global("n", 0)],
+        properties=[always("p", "x is a tuple", lambda v: isinstance(v.get("x"), tuple))],
+    )
+    report = explore(system)
+    assert report.states == 3 and report.notes == ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    name: str
+    raw: dataclasses.InitVar[str]
+    size: int = dataclasses.field(init=False)
+
+    def __post_init__(self, raw: str) -> None:
+        object.__setattr__(self, "size", len(raw))
+
+
+def test_a_dataclass_value_with_an_init_only_field_is_noted_by_its_fields() -> None:
+    assert strict(_Job("a", "xyz")) == (_Job, ((str, "a"), (int, 3)))
+    system = System(
+        "jobs",
+        components=[],
+        actions=[Action("make", "u", lambda tx: tx.set("job", _Job("a", "xyz")))],
+        globals=[Global("job", None)],
+        properties=[always("p", "small", lambda v: v.get("job") is None or v.get("job").size < 5)],
+    )
+    report = explore(system)
+    assert [r.verdict for r in report.results] == ["holds"] and report.notes == ()

@@ -173,6 +173,7 @@ class _Explorer:
         self.values = self.successors.values  # every value the search makes (initial, learned)
         if self.guard is not None:
             self.guard.values = self.values
+            self.values.renamed = True
         self.max_states = max_states
         self.max_memory = max_memory
         self.stop = ""  # why the search stopped early, a key of STOPS

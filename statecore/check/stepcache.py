@@ -315,8 +315,7 @@ class SuccessorCache:
             )
         if self._verify is not None:
             self._verify(index, state, run)
-        if run.outcome is not None:  # before any state holds what it wrote
-            self.values.add_outcome(run.outcome)
+        self.values.add_run(run.reads, run.outcome)  # before any state holds what it wrote
         reads = -1 if run.whole else _mask([_position(i, self._slots) for i, _ in run.reads])
         leaf: _End
         if run.outcome is None:

@@ -27,14 +27,15 @@ one of two equal states whatever their sets' orders, with or without memos.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable
 from decimal import Decimal
 from typing import Any
 
 from ..system import ModelValue, SystemState
-from ..transaction import Edited
+from ..transaction import Edited, Front
 
-__all__ = ["NotInterchangeable", "ValueRegistry", "strict"]
+__all__ = ["NotInterchangeable", "ValueRegistry", "alike", "strict"]
 
 # Types whose equal values of the one type behave alike: their value is their form.
 _PLAIN = frozenset({int, bool, str, bytes, type(None), ModelValue})
@@ -61,10 +62,24 @@ def strict(value: Any) -> Hashable:
         return kind, tuple([strict(item) for item in value])
     if isinstance(value, frozenset):
         return kind, frozenset([strict(item) for item in value])
-    fields = getattr(kind, "__dataclass_fields__", None)
-    if fields is not None:
-        return kind, tuple([strict(getattr(value, name)) for name in fields])
+    if dataclasses.is_dataclass(value):  # its fields (not its InitVars or ClassVars)
+        return kind, tuple([strict(getattr(value, f.name)) for f in dataclasses.fields(value)])
     return kind, value  # anything else: its equality is its own to define
+
+
+def alike(first: Any, second: Any) -> bool:
+    """Whether two equal values are alike in every part (have one `strict` form); cheap
+    where they share parts, as a renamed value and its cache entry mostly do."""
+    if first is second:
+        return True
+    kind = type(first)
+    if kind is not type(second):
+        return False
+    if kind in _PLAIN:
+        return True
+    if isinstance(first, tuple):  # equal tuples: as long as each other
+        return all([alike(a, b) for a, b in zip(first, second)])
+    return strict(first) == strict(second)
 
 
 class ValueRegistry:
@@ -73,15 +88,20 @@ class ValueRegistry:
     A memo looks a value up where it was read (a slot, a global, a FIFO's
     front, a step's outputs), by type and equality: so two values conflict
     only at one place, of one type. A FIFO's items conflict whatever their
-    types: a queue holds them, and a memo that reads the queue whole tells
-    ``(1,)`` from ``(True,)`` no better than any tuple. A place is a location of
+    types (`add_global`). A place is a location of
     `statecore.transaction` (slot i is i, global j is ~j), ``("item", j)``
     for the items of global j, or ``"outputs"``.
     """
 
     def __init__(self) -> None:
         self._first: dict[Hashable, tuple[Hashable, Hashable]] = {}  # key -> (first, form)
-        self._fresh: list[tuple[Hashable, Hashable]] = []  # noted since `fresh` was asked
+        self._fresh: list[tuple[Hashable, Hashable, bool]] = []  # noted since `fresh`
+        # With symmetry reduction, the renaming cache (`statecore.check.symmetry`) looks every
+        # tuple, set and record up by equality wherever it sits, parts included: those too
+        # must be alike wherever they are (`renamed`).
+        self.renamed = False
+        self._fifos: set[int] = set()  # the globals a run appended to or took a front of
+        self._items: dict[int, list[Hashable]] = {}  # the items of the others, so far
 
     def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
         """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs.
@@ -94,10 +114,12 @@ class ValueRegistry:
             held = self._first.get(key)
         except TypeError:  # unhashable: no state can hold it, no memo can key on it
             return
+        if self.renamed:
+            self._parts(value)
         form = strict(value)
         if held is None:
             self._first[key] = (value, form)
-            self._fresh.append((place, value))
+            self._fresh.append((place, value, typed))
             return
         first, known = held
         if known != form:
@@ -107,20 +129,52 @@ class ValueRegistry:
                 "one with what it learned on the other"
             )
 
-    def fresh(self) -> list[tuple[Hashable, Hashable]]:
-        """``(place, value)`` first noted since the last call: for a whole search's registry."""
+    def _parts(self, value: Any) -> None:
+        """`value` and each tuple, set or record inside it, wherever they sit."""
+        if isinstance(value, (tuple, frozenset)):
+            key = ("renamed", None, value)
+            held = self._first.get(key)
+            form = strict(value)
+            if held is None:
+                self._first[key] = (value, form)
+                self._fresh.append(("renamed", value, False))
+            elif held[1] != form:
+                raise NotInterchangeable(
+                    f"the values {held[0]!r} and {value!r} are equal but not interchangeable "
+                    "(a part of another type, or a number's sign or digits); renaming the ids "
+                    "would give one for the other"
+                )
+            for item in value:
+                self._parts(item)
+
+    def fresh(self) -> list[tuple[Hashable, Hashable, bool]]:
+        """``add``'s arguments of the values first noted since the last call: for a whole
+        search's registry."""
         fresh, self._fresh = self._fresh, []
         return fresh
 
     def add_global(self, index: int, value: Hashable) -> None:
-        """Global `index`'s value, and each item of a tuple (a FIFO's front is read alone)."""
+        """Global `index`'s value, and the items of a FIFO's (see `fifo`)."""
         if type(value) is Edited:
+            self.fifo(index)
             for item in value.items:
                 self.add(("item", index), item, typed=False)
             return
         self.add(~index, value)
         if type(value) is tuple:
-            for item in value:
+            if index in self._fifos:
+                for item in value:
+                    self.add(("item", index), item, typed=False)
+            else:
+                self._items.setdefault(index, []).extend(value)
+
+    def fifo(self, index: int) -> None:
+        """Global `index` is a FIFO: a run took its front (`Tx.popleft`, a memo key of its
+        own) or appended to it (which makes queues no run wrote whole). Its items, from
+        now on and so far, are compared whatever their types: a queue holds them."""
+        if index not in self._fifos:
+            self._fifos.add(index)
+            for item in self._items.pop(index, ()):
                 self.add(("item", index), item, typed=False)
 
     def add_state(self, state: SystemState) -> None:
@@ -129,6 +183,14 @@ class ValueRegistry:
             self.add(index, slot)
         for index, value in enumerate(state.values):
             self.add_global(index, value)
+
+    def add_run(self, reads: tuple[tuple[int, Any], ...], outcome: Any) -> None:
+        """A learned run: the FIFOs whose front it took, then `add_outcome`."""
+        for location, value in reads:
+            if type(value) is Front:
+                self.fifo(~location)
+        if outcome is not None:
+            self.add_outcome(outcome)
 
     def add_outcome(self, outcome: Any) -> None:
         """What a learned run wrote: its slots, its globals (a FIFO's items) and its outputs."""
