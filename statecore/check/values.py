@@ -32,7 +32,7 @@ from collections.abc import Hashable
 from decimal import Decimal
 from typing import Any
 
-from ..system import ModelValue, SystemState
+from ..system import ModelValue, Slot, SystemState
 from ..transaction import Edited, Front
 
 __all__ = ["NotInterchangeable", "ValueRegistry", "alike", "strict"]
@@ -130,20 +130,28 @@ class ValueRegistry:
             )
 
     def _parts(self, value: Any) -> None:
-        """`value` and each tuple, set or record inside it, wherever they sit."""
-        if isinstance(value, (tuple, frozenset)):
-            key = ("renamed", None, value)
-            held = self._first.get(key)
-            form = strict(value)
-            if held is None:
-                self._first[key] = (value, form)
-                self._fresh.append(("renamed", value, False))
-            elif held[1] != form:
-                raise NotInterchangeable(
-                    f"the values {held[0]!r} and {value!r} are equal but not interchangeable "
-                    "(a part of another type, or a number's sign or digits); renaming the ids "
-                    "would give one for the other"
-                )
+        """`value` and each value inside it that the renaming cache looks up, wherever they
+        sit: by equality for a tuple or a set (whose items it renames one by one), by type
+        and equality for anything else but a number, a string or an id, or a slot whose
+        snapshot holds no id (`statecore.check.symmetry._Plan.renamed`)."""
+        kind = type(value)
+        if kind in _PLAIN or kind in _SPELLED:
+            return
+        if kind is Slot and (value[1] is None or type(value[1])._plain):
+            return
+        nested = kind is tuple or kind is frozenset
+        key = ("renamed", None if nested else kind, value)
+        held = self._first.get(key)
+        form = strict(value)
+        if held is None:  # (not sent as fresh: the top value it sits in is, parts and all)
+            self._first[key] = (value, form)
+        elif held[1] != form:
+            raise NotInterchangeable(
+                f"the values {held[0]!r} and {value!r} are equal but not interchangeable "
+                "(a part of another type, or a number's sign or digits); renaming the ids "
+                "would give one for the other"
+            )
+        if nested:
             for item in value:
                 self._parts(item)
 
