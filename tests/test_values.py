@@ -26,11 +26,10 @@ from statecore import Event, Machine, State, Transition
 from statecore.check import explore as explore_module
 from statecore.check.explore import VIOLATED, Report, explore
 from statecore.check.plain import without_memos
-from statecore.check.predicates import PredicateCache
 from statecore.check.values import NotInterchangeable, ValueRegistry, strict
 from statecore.fuzzing.interpreter import shared_successors
 from statecore.properties import always
-from statecore.system import Action, Component, Global, Keys, StateView, System, SystemState, Tx
+from statecore.system import Action, Component, Global, Keys, StateView, System, Tx
 
 Predicate = Callable[[StateView[Any]], object]
 
@@ -92,11 +91,6 @@ def tagged(first: Hashable, second: Hashable, prop: Predicate, show: bool = Fals
         globals=[Global("x", None), Global("tag", 0), Global("words", "")],
         properties=[always("p", "the property", prop)],
     )
-
-
-class _PlainJudge(PredicateCache):
-    def judge(self, predicate: Predicate, state: SystemState) -> tuple[bool, bool]:
-        return bool(predicate(StateView(self.system, state))), False
 
 
 class _Plain(explore_module._Explorer):
