@@ -13,11 +13,13 @@ what the first did.
 Every value in a state comes from an initial state or from a run of an
 action the successor memo learned (a memo answer replays a learned write;
 a FIFO append adds a learned item). `ValueRegistry` sees each of them once,
-when it is made, and keeps, per value, its `strict` form: the value with
-every part's exact type and a number's sign and digits. Two equal
-values with different strict forms raise `NotInterchangeable`, before any
-state holds the second one, so no memo has answered with the first: the
-explorer then searches again without its memos (`statecore.check.explore`).
+when it is made, and keeps the first of equal values. Two equal values must
+have one `strict` form: the value with every part's exact type and a
+number's sign and digits (`alike` compares them part by part, and a value
+made again from the memo's own parts costs an identity test). Two that do
+not raise `NotInterchangeable`, before any state holds the second one, so no
+memo has answered with the first: the explorer then searches again without
+its memos (`statecore.check.explore`).
 
 A set's order is not part of its form: equal sets can iterate in different
 orders (one built from ``(0, 8)``, the other from ``(8, 0)``), and in
@@ -41,6 +43,7 @@ __all__ = ["NotInterchangeable", "ValueRegistry", "alike", "strict"]
 _PLAIN = frozenset({int, bool, str, bytes, type(None), ModelValue})
 # Numbers whose equal values can still differ (sign of zero, digits): their repr tells.
 _SPELLED = frozenset({float, complex, Decimal})
+_NONE = object()  # no value noted yet
 
 
 class NotInterchangeable(Exception):
@@ -94,7 +97,7 @@ class ValueRegistry:
     """
 
     def __init__(self) -> None:
-        self._first: dict[Hashable, tuple[Hashable, Hashable]] = {}  # key -> (first, form)
+        self._first: dict[Hashable, Hashable] = {}  # key -> the first value noted
         self._fresh: list[tuple[Hashable, Hashable, bool]] = []  # noted since `fresh`
         # With symmetry reduction, the renaming cache (`statecore.check.symmetry`) looks every
         # tuple, set and record up by equality wherever it sits, parts included: those too
@@ -111,18 +114,15 @@ class ValueRegistry:
         """
         key = (place, type(value) if typed else None, value)
         try:
-            held = self._first.get(key)
+            first = self._first.get(key, _NONE)
         except TypeError:  # unhashable: no state can hold it, no memo can key on it
             return
-        if self.renamed:
-            self._parts(value)
-        form = strict(value)
-        if held is None:
-            self._first[key] = (value, form)
+        if first is _NONE:
+            if self.renamed:
+                self._parts(value)
+            self._first[key] = value
             self._fresh.append((place, value, typed))
-            return
-        first, known = held
-        if known != form:
+        elif not alike(first, value):  # alike: so are its parts, noted with the first
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
                 "(a part of another type, or a number's sign or digits); a memo would answer "
@@ -141,19 +141,18 @@ class ValueRegistry:
             return
         nested = kind is tuple or kind is frozenset
         key = ("renamed", None if nested else kind, value)
-        held = self._first.get(key)
-        form = strict(value)
-        if held is None:  # (not sent as fresh: the top value it sits in is, parts and all)
-            self._first[key] = (value, form)
-        elif held[1] != form:
+        first = self._first.get(key, _NONE)
+        if first is _NONE:  # (not sent as fresh: the top value it sits in is, parts and all)
+            self._first[key] = value
+            if nested:
+                for item in value:
+                    self._parts(item)
+        elif not alike(first, value):
             raise NotInterchangeable(
-                f"the values {held[0]!r} and {value!r} are equal but not interchangeable "
+                f"the values {first!r} and {value!r} are equal but not interchangeable "
                 "(a part of another type, or a number's sign or digits); renaming the ids "
                 "would give one for the other"
             )
-        if nested:
-            for item in value:
-                self._parts(item)
 
     def fresh(self) -> list[tuple[Hashable, Hashable, bool]]:
         """``add``'s arguments of the values first noted since the last call: for a whole
