@@ -194,11 +194,8 @@ class Watermark(SerialInstance):
         prepared once per machine (`_prepared_saves`), so a save costs the
         comparisons, a memo lookup and the taken transition's checked effect.
         """
-        if not (isinstance(generation, int) and isinstance(confirmed, int)):
-            raise FireError(
-                f"machine 'segment_watermark', event 'save': generation={generation!r} and "
-                f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
-            )
+        if type(generation) is not int or type(confirmed) is not int:
+            _check_counts(generation, confirmed)
         payload = {
             "kind": kind,
             "generation": generation,
@@ -206,11 +203,13 @@ class Watermark(SerialInstance):
             "counter": counter,
         }
         counts = self.counts
-        is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
         prepared = None
         if type(kind) is str and type(counter) is bool:  # as `fire`'s memo key, 1 is not True
-            prepared = self._saves.get((kind, counter, is_late, below))
+            prepared = self._saves.get(
+                (kind, counter, late(counts, payload), below_sent(counts, payload))  # type: ignore[arg-type]
+            )
         if prepared is None:  # outside the declared domains: the machine says why
+            is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
             outcome = self.fire("save", kind=kind, counter=counter, late=is_late, below=below)
         else:
             outcome = self.fire_prepared(prepared)
@@ -235,6 +234,15 @@ class Watermark(SerialInstance):
         outcome = self.fire(event, **payload)
         self.counts = _applied(outcome, self.counts, payload)
         return outcome
+
+
+def _check_counts(generation: object, confirmed: object) -> None:
+    """A save's counts must be ints (an int subclass, as an enum's, is one)."""
+    if not (isinstance(generation, int) and isinstance(confirmed, int)):
+        raise FireError(
+            f"machine 'segment_watermark', event 'save': generation={generation!r} and "
+            f"confirmed={confirmed!r} must be ints; pass the request's counts as int"
+        )
 
 
 def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:

@@ -130,7 +130,10 @@ class CheckedSenderMixin:
         is_finished = force_request_finished or (request.is_finished() and not request.resumable)
         ext = request.external_req_id
         counter = getattr(request, "_omni_segment_generation", None)
-        generation = _segment_generation(segment_generation, counter)
+        if segment_generation is None and type(counter) is int:  # the streaming path's case
+            generation = counter
+        else:
+            generation = _segment_generation(segment_generation, counter)
         if confirmed_num_computed_tokens is None:
             confirmed_num_computed_tokens = self._confirmed_num_computed_tokens(request)
         task = {
@@ -146,7 +149,9 @@ class CheckedSenderMixin:
         kind = SEGMENT_END if is_segment_finished else TERMINAL if is_finished else CHUNK
         with self._sender_state_lock:
             token = self._sender_tokens.get(ext)
-            refusal = None if token is None else _refusal(token, request.request_id)
+            refusal = None
+            if token is not None and (token.owner != request.request_id or token.retired):
+                refusal = _refusal(token, request.request_id)
             verdict = "refused"
             if refusal is None:
                 verdict = self._watermarks.save(

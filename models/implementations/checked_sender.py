@@ -34,7 +34,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from statecore import ACCEPTED, Instance, prepare
+from statecore import ACCEPTED, Instance, Output, prepare
 from statecore.runtime import SerialInstance
 
 from ..request_state_machines import request_state_machine
@@ -165,7 +165,7 @@ class Watermarks:
         if watermark is None:
             watermark = self._marks[ext] = Watermark(WATERMARK)
         [output] = watermark.save(kind, generation, confirmed, counter).outputs
-        return "admitted" if output.name == "admitted" else str(output.get("reason"))
+        return _VERDICTS.get(output) or _verdict(output)
 
     def rebuild_prompt(self, ext: str) -> None:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
@@ -179,6 +179,17 @@ class Watermarks:
         mark = self._marks.pop(ext, None)
         if mark is not None:  # the counts go with the instance: only the machine's step is due
             mark.fire_prepared(_CLEAR)
+
+
+_VERDICTS: dict[Output, str] = {}
+"""`Watermarks.save`'s verdict by the save's output (the machine's outputs are few)."""
+
+
+def _verdict(output: Output) -> str:
+    verdict = "admitted" if output.name == "admitted" else str(output.get("reason"))
+    if len(_VERDICTS) < 64:
+        _VERDICTS[output] = verdict
+    return verdict
 
 
 class _WatermarkView(Mapping[str, int]):
