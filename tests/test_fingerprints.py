@@ -95,6 +95,31 @@ def test_equal_values_encode_equally() -> None:
     assert fp((2.0,)) == fp((2,))
 
 
+_SCALARS = st.sampled_from([0, 1, False, True, 0.0, 1.0, 0.5, "a", "1", None, Colour.RED])
+_NESTED = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.tuples(inner), st.tuples(inner, inner), st.frozensets(inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200)
+@given(_NESTED, st.lists(_NESTED, max_size=6))
+def test_a_fingerprint_does_not_depend_on_what_was_fingerprinted_before(
+    value: Any, before: list[Any]
+) -> None:
+    """The encodings of values and of their items are remembered by equality, so a
+    value met after others (equal ones of other types among them) fingerprints as in a
+    fresh process: what the partitioned search routes by."""
+    warm = Fingerprinter()
+    for other in before:
+        warm(other)
+    assert warm(value) == Fingerprinter()(value) == Fingerprinter()(value)
+    assert warm.encode(value) == Fingerprinter().encode(value)
+
+
 @pytest.mark.parametrize(
     ("left", "right"),
     [

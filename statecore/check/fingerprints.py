@@ -106,8 +106,10 @@ class Fingerprinter:
             return b"i%d;" % value
         if value is None:
             return b"n"
-        if isinstance(value, tuple):
-            return b"t%d:%b" % (len(value), b"".join([self.encode(item) for item in value]))
+        if isinstance(value, tuple):  # its items recur across values (a queue's entries)
+            cache = self._cache
+            parts = [cache.get(item) or self._remember(item) for item in value]
+            return b"t%d:%b" % (len(value), b"".join(parts))
         if isinstance(value, frozenset):
             items = sorted([self.encode(item) for item in value])
             return b"f%d:%b" % (len(items), b"".join(items))
