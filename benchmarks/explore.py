@@ -36,13 +36,22 @@ plus, with workers, N times the largest worker's) over the states, less the
 memory before the search; ``store B/st`` is what the fingerprint store's
 arrays hold per state.
 
+``--instructions`` prints, instead of all this, the bytecode instructions a
+state costs at N=3 K=1 G=2 with full states and with 64-bit fingerprints, counted
+by the interpreter's tracer: unlike seconds, the count does not move with the
+machine's load, so it tells a change of the explorer from noise (it leaves out
+time spent in C: hashing, BLAKE2b). It still moves by a percent or two between
+runs: symmetry reduction keeps the member of each orbit with the least hash, and
+a few hashes follow memory addresses, so each run meets the memos' entries in
+another order.
+
 ``--reductions N`` prints symmetry's and POR's factors on chunk_transfer at two ids
 (and why each is what it is); ``--complete-budget 600`` runs the scale goal: that
 model checked completely with 64-bit fingerprints on 2 workers, within 600 s and 4 GB.
 
 Run: ``python benchmarks/explore.py [--quick] [--budget SECONDS] [--no-symmetry]
 [--profile] [--gc-off] [--no-models] [--no-stores] [--ct-states N] [--reductions N]
-[--complete-budget SECONDS]``. Seconds are
+[--complete-budget SECONDS]`` or ``python benchmarks/explore.py --instructions``. Seconds are
 wall-clock (``states/s`` is wall-clock too); ``cpu s`` is the process time and
 ``states/cpu s`` the rate on it, the figures to trust on a busy machine (with workers:
 theirs too). The last line is ``RESULT distinct_states_per_s=<x>
@@ -65,6 +74,7 @@ import time
 import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from scale_goal import goal_run, reduction_factors
@@ -392,6 +402,50 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
         )
 
 
+INSTRUCTIONS_BOUND = Bound(3, 1, 2)
+
+
+def instructions_per_state(bound: Bound, bits: int) -> tuple[int, float]:
+    """States, and bytecode instructions per state, of one search of `bound` (`bits`: 0 for
+    full states, else fingerprints)."""
+    system = model(bound)
+    count = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count += 1
+        return trace
+
+    collecting = gc.isenabled()
+    gc.disable()  # a collection runs weakref callbacks, whenever it comes
+    sys.settrace(trace)
+    try:
+        report = explore(system, stop_on_violation=False, fingerprints=bits)
+    finally:
+        sys.settrace(None)
+        if collecting:
+            gc.enable()
+    return report.states, count / report.states
+
+
+def instructions() -> None:
+    """The counts, in a process whose string hashes are fixed: symmetry reduction keeps the
+    member of each orbit with the least hash, so the states searched follow the hash seed
+    (and, by a percent or two, memory addresses)."""
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        subprocess.run([sys.executable, __file__, "--instructions"], check=True, env=env)
+        return
+    print(f"bytecode instructions per state, benchmark model {INSTRUCTIONS_BOUND}")
+    print(f"{'store':<14}{'states':>8}{'per state':>11}")
+    for bits in (0, 64):
+        states, per_state = instructions_per_state(INSTRUCTIONS_BOUND, bits)
+        store = "full states" if not bits else f"{bits}-bit fp"
+        print(f"{store:<14}{states:>8}{per_state:>11.0f}")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--measure"]:
         which, bits, workers, bound = sys.argv[2:6]
@@ -433,7 +487,15 @@ def main() -> None:
         action="store_true",
         help="diagnostic: disable Python's cyclic GC, to show what its full-heap scans cost",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only bytecode instructions per state, full states and 64-bit fingerprints",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        instructions()
+        return
     if args.gc_off:
         gc.disable()
     bounds = QUICK if args.quick else FULL

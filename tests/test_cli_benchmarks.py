@@ -81,3 +81,17 @@ def test_fuzz_runs_more_seeds_on_a_target_only_while_they_are_cheap(
     monkeypatch.setattr(bench, "first_failure", searched(30.0))
     capped = bench.run_seeds(lambda: object, mode)
     assert seeds_run == [0, 1, 2] and capped.hits == "3/3"  # never fewer than `seeds`
+
+
+def test_explore_counts_what_fingerprinting_adds_per_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`benchmarks/explore.py --instructions`: both stores search the same states, and the
+    fingerprints cost instructions on top of the full states' search."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its sibling module, scale_goal
+    bench = load("explore")
+    bound = bench.Bound(2, 1, 2)
+    full_states, full = bench.instructions_per_state(bound, 0)
+    fp_states, fingerprinted = bench.instructions_per_state(bound, 64)
+    assert full_states == fp_states == bench.explore(bench.model(bound)).states
+    assert 0 < full < fingerprinted
