@@ -1,6 +1,6 @@
 """The search on Ray against one process and forked workers: throughput per worker.
 
-One target (``chunk_transfer`` by default, 138,656 states; ``--quick``:
+One target (``chunk_transfer`` by default, 140,740 states; ``--quick``:
 ``segments``, 3,281) is checked completely, side by side:
 
 * ``explore`` in this process;

@@ -209,3 +209,26 @@ def test_the_bug_table_shows_the_shortest_traces(claim: tuple[str, str, int, lis
     result = report_of(target).result(prop)
     assert result.verdict == "violated" and result.trace is not None
     assert (len(result.trace), [a.name for a in result.trace.actions]) == (steps, actions)
+
+
+QUOTED_STATES = re.compile(
+    r"`chunk_transfer`+ (?:\(|by default, )([\d,]+) states"
+    r"|([\d,]+) states \(`statecore check chunk_transfer`\)"
+)
+"""Where prose quotes the size of the bundled ``chunk_transfer`` space."""
+
+
+def test_the_quoted_size_of_chunk_transfer_is_what_the_explorer_finds() -> None:
+    from statecore.check.explore import explore
+    from statecore.registry import bundled
+
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "ray_explore.py"]
+    quoted = {
+        (page.name, int((match.group(1) or match.group(2)).replace(",", "")))
+        for page in pages
+        for match in QUOTED_STATES.finditer(page.read_text())
+    }
+    assert {name for name, _ in quoted} >= {"concepts.md", "ray.md", "ray_explore.py"}
+    [target] = [t for t in bundled() if t.name == "chunk_transfer"]
+    states = explore(target.load()).states
+    assert {count for _, count in quoted} == {states}, quoted
