@@ -369,65 +369,19 @@ class _Forms:
             raise NotInterchangeable("")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Pair:
-    left: Any
-    right: Any
-
-
-def _values() -> Any:
-    """Values whose equal members often differ: 0 / 0.0 / -0.0 / False, 1 / 1.0 / True,
-    Decimal digits, nested in tuples, sets and a record."""
-    from hypothesis import strategies as st
-
-    scalars = st.sampled_from(
-        [0, 1, False, True, 0.0, -0.0, 1.0, Decimal("1.0"), Decimal("1.00"), "a"]
-    )
-    return st.recursive(
-        scalars,
-        lambda inner: st.one_of(
-            st.tuples(inner),
-            st.tuples(inner, inner),
-            st.frozensets(inner, max_size=2),
-            st.builds(_Pair, inner, inner),
-        ),
-        max_leaves=6,
-    )
-
-
-_EQUALS: list[list[Any]] = [
-    [0, False, 0.0, -0.0],
-    [1, True, 1.0, Decimal("1.0"), Decimal("1.00")],
-    ["a"],
-]
-
-
-def _twin(value: Any, draw: Callable[[Any], Any]) -> Any:
-    """A value equal to `value` whose scalars are drawn from their equals (often another form)."""
-    from hypothesis import strategies as st
-
-    if isinstance(value, _Pair):
-        return _Pair(_twin(value.left, draw), _twin(value.right, draw))
-    if type(value) is tuple:
-        return tuple(_twin(item, draw) for item in value)
-    if type(value) is frozenset:
-        return frozenset(_twin(item, draw) for item in value)
-    equals = next(group for group in _EQUALS if value in group)
-    return draw(st.sampled_from(equals))
-
-
 def test_the_registry_raises_exactly_where_its_definition_does() -> None:
     """`ValueRegistry` compares a later value with the first one part by part (`alike`)
     and skips what it noted before; on random equal values of other forms, nested and
     reused, it raises at the same add as the definition computed plainly, with and
     without symmetry's renaming cache."""
+    from equal_forms import equal_forms, twin
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
     @settings(max_examples=300)
     @given(
         st.booleans(),
-        st.lists(st.tuples(st.integers(0, 1), _values()), min_size=1, max_size=8),
+        st.lists(st.tuples(st.integers(0, 1), equal_forms()), min_size=1, max_size=8),
         st.data(),
     )
     def check(renamed: bool, adds: list[tuple[int, Hashable]], data: st.DataObject) -> None:
@@ -439,7 +393,7 @@ def test_the_registry_raises_exactly_where_its_definition_does() -> None:
             if choice == "same":  # the same object again, as a memo reuses its parts
                 drawn = data.draw(st.sampled_from(made))
             elif choice == "twin":  # an equal value, built anew
-                drawn = _twin(data.draw(st.sampled_from(made)), data.draw)
+                drawn = twin(data.draw(st.sampled_from(made)), data.draw)
             made.append(drawn)
             try:
                 reference.add(place, drawn)

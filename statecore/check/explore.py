@@ -58,6 +58,7 @@ from . import plain as _plain
 from . import results as _results
 from .counterexample import Node, PropertyFault, action_error, property_error, rebuild, router_fault
 from .fingerprints import FingerprintStore, store_notes
+from .frontier import Level, Parts, new_level
 from .memory import resident_memory
 from .parallel import parallel_search
 from .predicates import PredicateCache, predicate_names
@@ -104,17 +105,16 @@ def explore(
 ) -> Report:
     """Explore `system` breadth-first and judge its properties.
 
-    With `por`, only an ample subset of the actions is taken from each state
-    (partial-order reduction, `statecore.check.reduction`: the same verdicts).
-    `max_states` bounds the number of distinct states and `max_memory` the
-    process's resident memory in bytes (the report is then incomplete unless
-    the space was smaller). With `stop_on_violation` the search stops at the
-    first violation; otherwise it runs on and reports the first (shortest)
-    violation of every property. Ctrl-C raises `ExplorationInterrupted` with
-    the partial report; a misbehaving model raises `ModelError`. `fingerprints`
-    (64 or 128) keeps that many bits per state instead of the state (see
-    `statecore.check.fingerprints`); 0, the default, keeps full states: exact.
-    `workers` > 1 searches on that many processes (`statecore.check.parallel`).
+    With `por`, only an ample subset of the actions is taken from each state (partial-order
+    reduction, `statecore.check.reduction`: the same verdicts). `max_states` bounds the number of
+    distinct states and `max_memory` the process's resident memory in bytes (the report is then
+    incomplete unless the space was smaller). With `stop_on_violation` the search stops at the
+    first violation; otherwise it runs on and reports the first (shortest) violation of every
+    property. Ctrl-C raises `ExplorationInterrupted` with the partial report; a misbehaving model
+    raises `ModelError`. `fingerprints` (64 or 128) keeps that many bits per state instead of the
+    state (`statecore.check.fingerprints`) and packs each level (`statecore.check.frontier`); 0,
+    the default, keeps full states: exact. `workers` > 1 searches on that many processes
+    (`statecore.check.parallel`).
     """
     for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
         if bound is not None and bound <= 0:
@@ -182,6 +182,9 @@ class _Explorer:
         self.parents: dict[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
         if fingerprints:
             self.parents = FingerprintStore(system, fingerprints, self._canon, self._step_monitors)
+        # Levels packed with fingerprints (`frontier`), not under POR (its proviso reads them).
+        packed = fingerprints and self.por is None
+        self.parts = Parts.of(system, len(self.monitors)) if packed else None
         self.results: dict[str, PropertyResult] = {}
         self.when_seen: set[str] = set()
         self.quiescent_seen = False
@@ -198,8 +201,7 @@ class _Explorer:
         self.complete = True  # False once max_states turned a new state away
         self.violated = False
         self.last_report = 0.0
-        # The always and sometimes properties still to judge in each new state.
-        self.state_props = self._undecided_state_props()
+        self.state_props = self._undecided_state_props()  # to judge in each new state
 
     # -- the search ------------------------------------------------------------
 
@@ -215,15 +217,13 @@ class _Explorer:
         return self._report(self.complete and not self.stop, time.perf_counter() - start)
 
     def _search(self, start: float) -> None:
-        level = self._initial_nodes()
+        level: Level = self._initial_nodes()
         self.last_report = start
         depth = 0
-        # Each queued node carries its hint (`SuccessorCache.expand`): no walk again for the actions
-        # its step left alone. Not under POR, whose footprints are learned from every walk.
-        walks = self.walks and self.por is None
+        walks = self.hinted
         hints: list[Hint | None] | None = [None] * len(level) if walks else None
         while level:
-            deeper: list[Node] = []
+            deeper = new_level(self.parts)
             deeper_hints: list[Hint | None] | None = [] if walks else None
             if not self._expand_level(level, depth, deeper, start, hints, deeper_hints):
                 break
@@ -241,6 +241,12 @@ class _Explorer:
             self._commit_refusals()
             if not self.complete:
                 self.stop = "max_states"
+
+    @property
+    def hinted(self) -> bool:
+        """Whether queued nodes carry hints (`SuccessorCache.expand`): not under POR, which
+        learns footprints from every walk, nor in a packed level, whose nodes are built again."""
+        return self.walks and self.por is None and self.parts is None
 
     def _initial_nodes(self) -> list[Node]:
         try:
@@ -263,9 +269,9 @@ class _Explorer:
 
     def _expand_level(
         self,
-        level: list[Node],
+        level: Level,
         depth: int,
-        deeper: list[Node],
+        deeper: Level,
         start: float,
         hints: list[Hint | None] | None = None,
         deeper_hints: list[Hint | None] | None = None,
@@ -290,15 +296,13 @@ class _Explorer:
     def _expand(
         self,
         node: Node,
-        deeper: list[Node],
+        deeper: Level,
         hint: Hint | None = None,
         deeper_hints: list[Hint | None] | None = None,
     ) -> None:
-        """Judge `node` where it rests, and queue its new successors in `deeper`.
-
-        With `deeper_hints` (the successor cache's walks: see `_search`), `hint` is
-        `node`'s, and each successor queued has its own put in `deeper_hints`.
-        """
+        """Judge `node` where it rests, and queue its new successors in `deeper`. With
+        `deeper_hints` (see `hinted`), `hint` is `node`'s, and each successor queued has its own
+        put in `deeper_hints`."""
         try:
             if deeper_hints is not None:
                 assert isinstance(self.successors, SuccessorCache)
@@ -310,6 +314,7 @@ class _Explorer:
         if at_rest(node[0], steps):
             self._check_quiescent(node, deadlock=not steps)
         if self.por is not None:
+            assert isinstance(deeper, list)  # (never packed under POR)
             steps = self.por.ample(node, steps, deeper, self.parents, self.results)
         self.transitions += len(steps)
         # Counted in one C-level pass (a step that takes no transition counts under ()).
@@ -442,7 +447,7 @@ class _Explorer:
     def _settle(self, result: PropertyResult) -> None:
         self.results[result.property.id] = result
         self.violated = self.violated or result.verdict == VIOLATED
-        self.state_props = self._undecided_state_props()
+        self.state_props = self._undecided_state_props()  # to judge in each new state
 
     def _check_state(self, node: Node) -> None:
         for prop in self.state_props:

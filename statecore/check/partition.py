@@ -29,6 +29,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
+from .frontier import Level, Parts, new_level
 from .stepcache import Hint
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
@@ -256,11 +257,14 @@ class Share:
         if not plan.fingerprints and not plan.stable_routes:
             store.fingerprint = process_hash
         self.part = Partition(store, exact=not plan.fingerprints)
+        if plan.fingerprints and self.explorer.por is None:  # no states kept: the levels packed
+            self.explorer.parts = Parts.of(plan.system, len(self.explorer.monitors))
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
-        self.frontier: list[Node] = []  # the nodes of the level to expand next
-        # Their hints (`SuccessorCache.expand`): a node this worker reached from its own parent
-        # walks again only for the actions the step changed; one sent by another worker has none.
+        self.frontier: Level = []  # the nodes of the level to expand next
+        # Their hints (`SuccessorCache.expand`, where the explorer keeps them): a node this worker
+        # reached from its own parent walks again only for the actions the step changed; one sent
+        # by another worker has none.
         self.hints: list[Hint | None] | None = None
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
@@ -291,8 +295,8 @@ class Share:
                 explorer._settle(PropertyResult(props[pid], verdict, None, ""))
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
-        deeper: list[Node] = []
-        walks = explorer.walks and explorer.por is None
+        deeper: Level = new_level(explorer.parts)
+        walks = explorer.hinted
         hints = self.hints
         deeper_hints: list[Hint | None] | None = [] if walks else None
         current: Node | None = None

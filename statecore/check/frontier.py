@@ -1,0 +1,154 @@
+"""A depth level's nodes packed into one array: the breadth-first queue of a fingerprint search.
+
+With fingerprints the visited set holds a few bytes a state
+(`statecore.check.fingerprints`), and what is left is the level being built:
+on `chunk_transfer` at two ids it holds nearly half of the states seen, each
+as four tuples (the node, its `SystemState`, the slots, the globals), a few
+hundred bytes apiece. `Frontier` keeps a node as one number per part (each
+slot, each global, each monitor state), two bytes each while they fit, all
+of a level's in one flat array, and each part once in a table per position,
+shared by every level of the search (`Parts`). A node is built again when it
+is expanded: no walk hints (`statecore.check.stepcache`) survive that.
+
+Equal parts at one position share a number only if they are alike
+(`statecore.check.values.alike`: one `strict` form), so a node comes back
+alike the one queued in every part: ``1`` stays ``1`` where ``True`` was
+numbered first. Which is checked cheaply: a part that is the numbered one
+costs an identity test, and an equal object met before is remembered by
+identity.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Hashable, Iterable, Iterator
+from itertools import islice
+from operator import is_
+from typing import Any
+
+from ..system import System, SystemState
+from .values import alike, strict
+
+__all__ = ["Frontier", "Level", "Parts", "new_level"]
+
+Node = tuple[Any, ...]
+
+_NARROW = 0xFFFF  # the largest number two bytes hold
+_SEEN = 1 << 16  # parts remembered by identity at most (kept alive while remembered)
+_new = tuple.__new__  # builds a named tuple without its Python-level __new__
+
+
+class Parts:
+    """The distinct parts met at each position of a node, numbered in the order met.
+
+    A node ``(SystemState(slots, values), *monitors)`` has ``slots + globals +
+    monitors`` positions; position i numbers its parts in ``numbers[i]`` and
+    keeps them by number in ``tables[i]``. Two parts share a number only if
+    they are `alike` (one `strict` form): ``1`` and ``True``, or ``0.0`` and
+    ``-0.0``, are equal and get two.
+    """
+
+    def __init__(self, slots: int, globals_: int, monitors: int) -> None:
+        self.slots = slots
+        self.split = slots + globals_  # where the monitor states begin
+        self.width = self.split + monitors
+        self.numbers: list[dict[Hashable, int]] = [{} for _ in range(self.width)]
+        self.tables: list[list[Hashable]] = [[] for _ in range(self.width)]
+        # Equal parts that are not alike the numbered one, by their strict form.
+        self._unlike: list[dict[Hashable, int]] = [{} for _ in range(self.width)]
+        self._lookups = [numbers.get for numbers in self.numbers]
+        self.wide = False  # whether a number needs more than two bytes
+        self._seen: dict[
+            tuple[int, int], tuple[Hashable, int]
+        ] = {}  # (position, id) -> part, number
+
+    @classmethod
+    def of(cls, system: System, monitors: int) -> Parts:
+        """The parts of `system`'s nodes, which carry `monitors` monitor states."""
+        return cls(len(system.slot_keys()), len(system.globals), monitors)
+
+    def codes(self, node: Node) -> list[int]:
+        """The numbers of `node`'s parts, numbering the parts not met before."""
+        state = node[0]
+        parts = (*state[0], *state[1], *node[1:])
+        codes = [lookup(part) for lookup, part in zip(self._lookups, parts)]
+        firsts = map(list.__getitem__, self.tables, codes)  # type: ignore[arg-type]
+        if None in codes or not all(map(is_, firsts, parts)):
+            tables = self.tables
+            for position, part in enumerate(parts):
+                code = codes[position]
+                if code is None or tables[position][code] is not part:
+                    codes[position] = self._number(position, part, code)
+        return codes  # type: ignore[return-value]  # every None was numbered
+
+    def _number(self, position: int, part: Hashable, code: int | None) -> int:
+        """The number of `part` at `position`, whose equal part has `code` (None: none yet)."""
+        table = self.tables[position]
+        if code is None:
+            code = self.numbers[position][part] = len(table)
+            table.append(part)
+            self.wide = self.wide or code > _NARROW
+            return code
+        # An equal part made elsewhere (a memo's leaf, a renaming) recurs as the same object:
+        # whether it is alike the numbered one is remembered by identity.
+        seen = self._seen.get((position, id(part)))
+        if seen is not None and seen[0] is part:
+            return seen[1]
+        if not alike(table[code], part):
+            unlike = self._unlike[position]
+            code = unlike.setdefault(strict(part), len(table))
+            if code == len(table):
+                table.append(part)
+                self.wide = self.wide or code > _NARROW
+        if len(self._seen) >= _SEEN:
+            self._seen.clear()
+        self._seen[position, id(part)] = (part, code)
+        return code
+
+    def node(self, codes: Iterable[int]) -> Node:
+        """The node whose parts have `codes` (`width` numbers)."""
+        parts = list(map(list.__getitem__, self.tables, codes))
+        slots, split = self.slots, self.split
+        state = _new(SystemState, (tuple(parts[:slots]), tuple(parts[slots:split])))
+        return (state, *parts[split:])
+
+
+class Frontier:
+    """A list of nodes (``append``, ``len``, iteration in order), ``width`` numbers each: two
+    bytes a number while every position has met at most 65,536 parts, four from then on."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self._codes = array("I" if parts.wide else "H")
+
+    def append(self, node: Node) -> None:
+        codes = self.parts.codes(node)
+        if self.parts.wide and self._codes.typecode == "H":
+            self._codes = array("I", self._codes)
+        self._codes.extend(codes)
+
+    def __len__(self) -> int:
+        return len(self._codes) // self.parts.width
+
+    def __bool__(self) -> bool:
+        return bool(self._codes)
+
+    def __iter__(self) -> Iterator[Node]:
+        codes, width, build = self._codes, self.parts.width, self.parts.node
+        row = iter(codes)
+        for _ in range(len(codes) // width):
+            yield build(islice(row, width))
+
+    def __getitem__(self, index: int) -> Node:
+        width = self.parts.width
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.parts.node(self._codes[index * width : (index + 1) * width])
+
+
+Level = list[Node] | Frontier  # what a search queues a level's nodes in
+
+
+def new_level(parts: Parts | None) -> Level:
+    """An empty level to queue nodes in: packed into `parts` (None: a plain list)."""
+    return [] if parts is None else Frontier(parts)

@@ -1,0 +1,109 @@
+"""A packed level gives back the nodes queued in it: equal parts share a number only if alike.
+
+`statecore.check.frontier` keeps a node as one number per part; equal parts
+at one position share one. Values that are equal but not alike (``1`` and
+``True``, ``0.0`` and ``-0.0``, ``(1,)`` and ``(True,)``) must come back as
+themselves, or a search would go on from a state it never reached. The
+search-level checks (a packed fingerprint search finds what a full-state one
+does) are in `tests/test_fingerprints.py` and `tests/test_parallel_explore.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from equal_forms import equal_forms, twin
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statecore.models.chunk_transfer import ChunkTransferConfig, build
+
+from statecore.check.explore import explore
+from statecore.check.frontier import Frontier, Parts
+from statecore.check.values import strict
+from statecore.system import Slot, SystemState
+
+SLOTS, GLOBALS, MONITORS = 2, 2, 1
+
+
+def node(parts: list[Any]) -> tuple[Any, ...]:
+    slots = tuple(Slot(0, part) for part in parts[:SLOTS])
+    state = SystemState(slots, tuple(parts[SLOTS : SLOTS + GLOBALS]))
+    return (state, *parts[SLOTS + GLOBALS :])
+
+
+@settings(max_examples=300)
+@given(st.lists(equal_forms(), min_size=1, max_size=6), st.data())
+def test_a_level_gives_back_each_node_alike_in_every_part(pool: list[Any], data: Any) -> None:
+    """Nodes made of one pool of objects (one object at several positions, as memos share
+    them) and of equal twins of another form; read back in order and by index."""
+    width = SLOTS + GLOBALS + MONITORS
+    parts = Parts(SLOTS, GLOBALS, MONITORS)
+    levels = [Frontier(parts), Frontier(parts)]  # two levels share the numbering
+    queued: list[tuple[int, tuple[Any, ...]]] = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        row = []
+        for _ in range(width):
+            value = data.draw(st.sampled_from(pool))
+            row.append(twin(value, data.draw) if data.draw(st.booleans()) else value)
+        which = data.draw(st.integers(0, 1))
+        levels[which].append(node(row))
+        queued.append((which, node(row)))
+    for which, level in enumerate(levels):
+        expected = [n for w, n in queued if w == which]
+        assert len(level) == len(expected) and bool(level) == bool(expected)
+        got = list(level)
+        assert [strict(n) for n in got] == [strict(n) for n in expected]
+        assert [strict(level[i]) for i in range(len(level))] == [strict(n) for n in expected]
+        assert all(type(n[0]) is SystemState for n in got)
+
+
+def test_an_index_out_of_the_level_is_refused() -> None:
+    level = Frontier(Parts(SLOTS, GLOBALS, MONITORS))
+    level.append(node([0, 1, 2, 3, 4]))
+    assert level[0] == node([0, 1, 2, 3, 4])
+    with pytest.raises(IndexError):
+        level[1]
+
+
+def test_a_packed_level_costs_two_bytes_a_part() -> None:
+    """What the packing is for: chunk_transfer at two ids, 31 parts a node."""
+    system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
+    parts = Parts.of(system, 2)
+    level = Frontier(parts)
+    start = (system.init_states()[0], None, None)
+    for _ in range(1000):
+        level.append(start)
+    assert parts.width == 31 and level._codes.itemsize * len(level._codes) == 2 * 31 * 1000
+    assert len(parts.tables[0]) == 1  # one part, numbered once
+
+
+def test_a_fingerprint_search_packs_its_levels_and_a_full_state_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    packed: list[int] = []
+    original = Frontier.append
+
+    def append(self: Frontier, node: tuple[Any, ...]) -> None:
+        packed.append(1)
+        original(self, node)
+
+    monkeypatch.setattr(Frontier, "append", append)
+    system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=0))
+    full = explore(system, stop_on_violation=False)
+    assert not packed
+    fp = explore(system, stop_on_violation=False, fingerprints=64)
+    assert len(packed) == fp.states - 1 and fp.states == full.states  # all but the initial one
+
+
+def test_a_level_widens_to_four_bytes_once_a_position_has_met_65_536_parts() -> None:
+    parts = Parts(SLOTS, GLOBALS, MONITORS)
+    before = Frontier(parts)
+    before.append(node([0, 0, 0, 0, 0]))
+    assert before._codes.itemsize == 2
+    rows = [[i, 0, i % 3, 0, i] for i in range(70_000)]
+    for row in rows:
+        before.append(node(row))
+    assert parts.wide and before._codes.itemsize == 4
+    assert list(before) == [node([0, 0, 0, 0, 0])] + [node(row) for row in rows]
+    assert Frontier(parts)._codes.itemsize == 4
