@@ -10,6 +10,7 @@ does) are in `tests/test_fingerprints.py` and `tests/test_parallel_explore.py`.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from statecore.models.chunk_transfer import ChunkTransferConfig, build
 from statecore.check.explore import explore
 from statecore.check.frontier import Frontier, Parts
 from statecore.check.values import strict
-from statecore.system import Slot, SystemState
+from statecore.system import Action, Slot, System, SystemState
 
 SLOTS, GLOBALS, MONITORS = 2, 2, 1
 
@@ -53,7 +54,7 @@ def test_a_level_gives_back_each_node_alike_in_every_part(pool: list[Any], data:
         expected = [n for w, n in queued if w == which]
         assert len(level) == len(expected) and bool(level) == bool(expected)
         got = list(level)
-        assert [strict(n) for n in got] == [strict(n) for n in expected]
+        assert [strict(n) for n in got] == [strict(n) for n in expected] and got == expected
         assert [strict(level[i]) for i in range(len(level))] == [strict(n) for n in expected]
         assert all(type(n[0]) is SystemState for n in got)
 
@@ -107,3 +108,44 @@ def test_a_level_widens_to_four_bytes_once_a_position_has_met_65_536_parts() -> 
     assert parts.wide and before._codes.itemsize == 4
     assert list(before) == [node([0, 0, 0, 0, 0])] + [node(row) for row in rows]
     assert Frontier(parts)._codes.itemsize == 4
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Token:
+    """Equal only to itself, but with one `strict` form for every token of one `n`."""
+
+    n: int
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(Token(0), Token(0)), (float("nan"), float("nan"))],
+    ids=["identity-equal", "nan"],
+)
+def test_unequal_parts_of_one_strict_form_keep_their_numbers_apart(first: Any, second: Any) -> None:
+    """``(True, first)`` is numbered apart from ``(1, first)`` (equal, not alike); then
+    ``(True, second)``, unlike ``(1, second)`` too, must not take ``(True, first)``'s number:
+    its strict form is the same, but it is not equal to it."""
+    assert first != second and strict(first) == strict(second)
+    parts = Parts(SLOTS, GLOBALS, MONITORS)
+    level = Frontier(parts)
+    rows = [[0, 0, (1, first), 0, 0], [0, 0, (True, first), 0, 0]]
+    rows += [[0, 0, (1, second), 0, 0], [0, 0, (True, second), 0, 0]]
+    for row in rows:
+        level.append(node(row))
+    got = list(level)
+    assert [n[0].values[0][1] for n in got] == [first, first, second, second]
+    assert [type(n[0].values[0][0]) for n in got] == [int, bool, int, bool]
+
+
+def test_a_system_with_nothing_in_its_states_packs_its_levels_too() -> None:
+    """No slot, global or monitor: zero numbers a node, and the level still counts them."""
+    level = Frontier(Parts(0, 0, 0))
+    assert not level and len(level) == 0
+    level.append((SystemState((), ()),))
+    level.append((SystemState((), ()),))
+    assert len(level) == 2 and level and list(level) == [(SystemState((), ()),)] * 2
+    system = System("empty", components=[], actions=[Action("tick", "u", lambda tx: None)])
+    for workers in (1, 2):
+        report = explore(system, fingerprints=64, workers=workers, progress=lambda p: None)
+        assert (report.states, report.transitions, report.complete) == (1, 1, True)

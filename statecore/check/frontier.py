@@ -54,8 +54,8 @@ class Parts:
         self.width = self.split + monitors
         self.numbers: list[dict[Hashable, int]] = [{} for _ in range(self.width)]
         self.tables: list[list[Hashable]] = [[] for _ in range(self.width)]
-        # Equal parts that are not alike the numbered one, by their strict form.
-        self._unlike: list[dict[Hashable, int]] = [{} for _ in range(self.width)]
+        # Equal parts that are not alike the numbered one, by its number and their strict form.
+        self._unlike: list[dict[tuple[int, Hashable], int]] = [{} for _ in range(self.width)]
         self._lookups = [numbers.get for numbers in self.numbers]
         self.wide = False  # whether a number needs more than two bytes
         self._seen: dict[
@@ -96,7 +96,7 @@ class Parts:
             return seen[1]
         if not alike(table[code], part):
             unlike = self._unlike[position]
-            code = unlike.setdefault(strict(part), len(table))
+            code = unlike.setdefault((code, strict(part)), len(table))  # (NaN: strict, unequal)
             if code == len(table):
                 table.append(part)
                 self.wide = self.wide or code > _NARROW
@@ -120,23 +120,25 @@ class Frontier:
     def __init__(self, parts: Parts) -> None:
         self.parts = parts
         self._codes = array("I" if parts.wide else "H")
+        self._length = 0  # (a system with no slot, global or monitor has 0 numbers a node)
 
     def append(self, node: Node) -> None:
         codes = self.parts.codes(node)
         if self.parts.wide and self._codes.typecode == "H":
             self._codes = array("I", self._codes)
         self._codes.extend(codes)
+        self._length += 1
 
     def __len__(self) -> int:
-        return len(self._codes) // self.parts.width
+        return self._length
 
     def __bool__(self) -> bool:
-        return bool(self._codes)
+        return self._length > 0
 
     def __iter__(self) -> Iterator[Node]:
-        codes, width, build = self._codes, self.parts.width, self.parts.node
-        row = iter(codes)
-        for _ in range(len(codes) // width):
+        width, build = self.parts.width, self.parts.node
+        row = iter(self._codes)
+        for _ in range(self._length):
             yield build(islice(row, width))
 
     def __getitem__(self, index: int) -> Node:
