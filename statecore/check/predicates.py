@@ -92,6 +92,7 @@ class PredicateCache:
         self._roots: dict[Predicate, Any] = {}
         self._counts: dict[Predicate, list[int]] = {}  # [judged, learned] in this window
         self._room = max_nodes
+        self._keys: dict[Any, Any] = {}  # the trees' branch keys (`add_path`)
         self._last: SystemState | None = None  # the state last judged, and for it:
         self._flat: tuple[Any, ...] | None = None  # its slots and globals in one tuple
         self._view: StateView[Any] | None = None  # a plain view
@@ -166,7 +167,7 @@ class PredicateCache:
     def _grow(self, predicate: Predicate, reads: Reads, leaf: tuple[bool, bool]) -> None:
         """Add the path `reads` -> `leaf`, unless it disagrees with the tree (module doc)."""
         root: _Node = self._roots.get(predicate, _UNKNOWN)
-        grown = add_path(root, reads, leaf, self._slots)  # type: ignore[arg-type]
+        grown = add_path(root, reads, leaf, self._slots, self._keys)  # type: ignore[arg-type]
         if grown is not None:
             self._roots[predicate], added = grown
             self._room -= added

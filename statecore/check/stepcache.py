@@ -254,6 +254,7 @@ class SuccessorCache:
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
         self._slots = len(system.slot_keys())
         self._room = max_nodes
+        self._keys: dict[Any, Any] = {}  # the trees' branch keys (`add_path`)
         self._verify = verify
         self.runs = 0  # real runs of an attempt (each learned path is run twice)
         self.values = ValueRegistry()  # what learned runs wrote: equal values must be alike
@@ -331,7 +332,7 @@ class SuccessorCache:
                 self._slots,
             )
         if not run.whole and self._room > 0:
-            grown = add_path(self._roots[index], run.reads, leaf, self._slots)
+            grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys)
             if grown is None:
                 raise ActionFault(
                     self._labels[index],
@@ -352,12 +353,19 @@ def typed(value: Any) -> tuple[type, Any]:
 
 
 def add_path(
-    root: _Node, reads: tuple[tuple[Location, Any], ...], leaf: _Node, slots: int
+    root: _Node,
+    reads: tuple[tuple[Location, Any], ...],
+    leaf: _Node,
+    slots: int,
+    keys: dict[Any, Any],
 ) -> tuple[_Node, int] | None:
     """`root` with the path `reads` -> `leaf` added, and how many nodes that took.
 
     None if the path disagrees with the tree (another location read after the
-    same values): what made it is not a function of what it reads.
+    same values): what made it is not a function of what it reads. A branch's
+    key is one of `keys`, the tree's keys by equality: a branch is only ever
+    looked up, so one object serves every branch on an equal key (they recur
+    across a tree's nodes, and hold most of its memory otherwise).
     """
     added = 0
     parent: dict[Any, _Node] | None = None
@@ -375,6 +383,7 @@ def add_path(
         if type(node) is not kind or node.location != location:
             return None
         parent, key = node.branches, typed(value)
+        key = keys.setdefault(key, key)
         node = parent.get(key, _UNKNOWN)
     if node is _UNKNOWN:
         added += 1
