@@ -18,6 +18,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
@@ -75,6 +76,10 @@ def complete_check(budget: float, workers: int) -> dict[str, Any]:
         "bytes": max(0, peak - before) / max(1, states),
         "peak": peak,
         "judged": 0 if report is None else sum(r.verdict != "unknown" for r in report.results),
+        "verdicts": {} if report is None else dict(Counter(r.verdict for r in report.results)),
+        "violated": []
+        if report is None
+        else [r.property.id for r in report.results if r.verdict == "violated"],
         "properties": len(system.properties),
         "stop": "over budget" if report is None else report.stop,
     }
@@ -165,6 +170,9 @@ def goal_run(budget: float, workers: int) -> None:
         f"{got['bytes']:.0f} B/state, peak {got['peak'] / 2**30:.2f} GB: {done}; "
         f"{got['judged']}/{got['properties']} properties judged"
     )
+    verdicts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(got["verdicts"].items()))
+    violated = f" ({', '.join(got['violated'])})" if got["violated"] else ""
+    print(f"  verdicts: {verdicts or 'none'}{violated}")
 
 
 if __name__ == "__main__":
