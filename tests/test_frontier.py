@@ -149,3 +149,21 @@ def test_a_system_with_nothing_in_its_states_packs_its_levels_too() -> None:
     for workers in (1, 2):
         report = explore(system, fingerprints=64, workers=workers, progress=lambda p: None)
         assert (report.states, report.transitions, report.complete) == (1, 1, True)
+
+
+def test_forgetting_objects_by_identity_forgets_their_ids_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past its bound the identity memo starts afresh: an id freed then is not an old number's.
+    Fresh equal parts of two forms, each dropped at once, so their ids are soon reused."""
+    from statecore.check import frontier
+
+    monkeypatch.setattr(frontier, "_KEPT", 3)
+    parts = Parts(SLOTS, GLOBALS, MONITORS)
+    level = Frontier(parts)
+    forms = []
+    for i in range(3000):
+        form = (i % 2 == 0) if i % 3 else i % 2  # 1 / True / 0 / False, in a shifting order
+        level.append(node([0, 0, (form,), 0, 0]))
+        forms.append(type(form))
+    assert [type(n[0].values[0][0]) for n in level] == forms

@@ -13,9 +13,9 @@ is expanded: no walk hints (`statecore.check.stepcache`) survive that.
 Equal parts at one position share a number only if they are alike
 (`statecore.check.values.alike`: one `strict` form), so a node comes back
 alike the one queued in every part: ``1`` stays ``1`` where ``True`` was
-numbered first. Which is checked cheaply: a part that is the numbered one
-costs an identity test, and an equal object met before is remembered by
-identity.
+numbered first. Which is checked once per object: a part is looked up by
+identity first (most are the memos' shared objects), by equality only when
+it is an object not met at its position before.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Hashable, Iterable, Iterator
 from itertools import islice
-from operator import is_
 from typing import Any
 
 from ..system import System, SystemState
@@ -34,7 +33,7 @@ __all__ = ["Frontier", "Level", "Parts", "new_level"]
 Node = tuple[Any, ...]
 
 _NARROW = 0xFFFF  # the largest number two bytes hold
-_SEEN = 1 << 16  # parts remembered by identity at most (kept alive while remembered)
+_KEPT = 1 << 17  # parts remembered by identity at most
 _new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
@@ -56,11 +55,12 @@ class Parts:
         self.tables: list[list[Hashable]] = [[] for _ in range(self.width)]
         # Equal parts that are not alike the numbered one, by its number and their strict form.
         self._unlike: list[dict[tuple[int, Hashable], int]] = [{} for _ in range(self.width)]
-        self._lookups = [numbers.get for numbers in self.numbers]
         self.wide = False  # whether a number needs more than two bytes
-        self._seen: dict[
-            tuple[int, int], tuple[Hashable, int]
-        ] = {}  # (position, id) -> part, number
+        # Each position's numbers by the identity of the objects met there (most parts are the
+        # memos' shared objects): each kept alive while remembered, so an id names one object.
+        self._known: list[dict[int, int]] = [{} for _ in range(self.width)]
+        self._gets = [known.get for known in self._known]
+        self._kept: list[Hashable] = []
 
     @classmethod
     def of(cls, system: System, monitors: int) -> Parts:
@@ -71,38 +71,33 @@ class Parts:
         """The numbers of `node`'s parts, numbering the parts not met before."""
         state = node[0]
         parts = (*state[0], *state[1], *node[1:])
-        codes = [lookup(part) for lookup, part in zip(self._lookups, parts)]
-        firsts = map(list.__getitem__, self.tables, codes)  # type: ignore[arg-type]
-        if None in codes or not all(map(is_, firsts, parts)):
-            tables = self.tables
-            for position, part in enumerate(parts):
-                code = codes[position]
-                if code is None or tables[position][code] is not part:
-                    codes[position] = self._number(position, part, code)
+        codes = [get(id(part)) for get, part in zip(self._gets, parts)]
+        if None in codes:
+            for position, code in enumerate(codes):
+                if code is None:
+                    codes[position] = self._number(position, parts[position])
         return codes  # type: ignore[return-value]  # every None was numbered
 
-    def _number(self, position: int, part: Hashable, code: int | None) -> int:
-        """The number of `part` at `position`, whose equal part has `code` (None: none yet)."""
+    def _number(self, position: int, part: Hashable) -> int:
+        """The number of `part` at `position`, an object not met there (or forgotten)."""
         table = self.tables[position]
+        code = self.numbers[position].get(part)
         if code is None:
             code = self.numbers[position][part] = len(table)
             table.append(part)
             self.wide = self.wide or code > _NARROW
-            return code
-        # An equal part made elsewhere (a memo's leaf, a renaming) recurs as the same object:
-        # whether it is alike the numbered one is remembered by identity.
-        seen = self._seen.get((position, id(part)))
-        if seen is not None and seen[0] is part:
-            return seen[1]
-        if not alike(table[code], part):
+        elif table[code] is not part and not alike(table[code], part):
             unlike = self._unlike[position]
             code = unlike.setdefault((code, strict(part)), len(table))  # (NaN: strict, unequal)
             if code == len(table):
                 table.append(part)
                 self.wide = self.wide or code > _NARROW
-        if len(self._seen) >= _SEEN:
-            self._seen.clear()
-        self._seen[position, id(part)] = (part, code)
+        if len(self._kept) >= _KEPT:
+            self._kept.clear()
+            for known in self._known:
+                known.clear()
+        self._known[position][id(part)] = code
+        self._kept.append(part)
         return code
 
     def node(self, codes: Iterable[int]) -> Node:
