@@ -1,8 +1,8 @@
 """The scale goal on chunk_transfer at two ids, for `benchmarks/explore.py`.
 
 ``ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1)`` checked
-completely on this machine: 64-bit fingerprints, 2 worker processes, within a
-time budget (the goal: 600 s) and 4 GB; and what symmetry and partial-order
+completely on this machine: 64-bit fingerprints, on 1 or 2 processes, within a
+time budget (the goal: 600 s) and 4 GB, with its verdicts; and what symmetry and partial-order
 reduction each take off it, with the reason when a factor is 1.00 (measured
 on the complete two-id space without saves, and on the first N states of the
 goal's). Run directly (``python benchmarks/scale_goal.py BUDGET WORKERS``) it is
@@ -37,9 +37,11 @@ GOAL_BYTES = 4 << 30  # the goal's memory bound, shared by the coordinator and t
 COORDINATOR_BYTES = 512 << 20  # kept back for the coordinator; the workers share the rest
 
 
-def complete_check(budget: float, workers: int) -> dict[str, Any]:
-    """chunk_transfer at two ids with 64-bit fingerprints on `workers` processes, for `budget` s."""
-    system = build(CT_TWO_IDS)
+def complete_check(
+    budget: float, workers: int, config: ChunkTransferConfig = CT_TWO_IDS
+) -> dict[str, Any]:
+    """chunk_transfer (`config`: two ids) with 64-bit fingerprints on `workers` processes."""
+    system = build(config)
     before = resident_memory()
     last: list[Progress] = []
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
@@ -95,3 +96,20 @@ def test_explore_counts_what_fingerprinting_adds_per_state(
     fp_states, fingerprinted = bench.instructions_per_state(bound, 64)
     assert full_states == fp_states == bench.explore(bench.model(bound)).states
     assert 0 < full < fingerprinted
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_scale_goal_reports_the_check_it_ran(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """`benchmarks/scale_goal.py`'s figures are the search's: states, depth, verdicts."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    goal = load("scale_goal")
+    config = goal.ChunkTransferConfig(ids=1, generations=2, saves=1, segments=1)
+    got = goal.complete_check(600, workers, config)
+    report = goal.explore(goal.build(config), stop_on_violation=False)
+    assert (got["states"], got["depth"], got["complete"]) == (report.states, report.depth, True)
+    assert got["judged"] == got["properties"] == len(report.results)
+    assert got["verdicts"] == dict(Counter(r.verdict for r in report.results))
+    violated = [r.property.id for r in report.results if r.verdict == "violated"]
+    assert got["violated"] == violated
