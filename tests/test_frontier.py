@@ -167,3 +167,22 @@ def test_forgetting_objects_by_identity_forgets_their_ids_too(
         level.append(node([0, 0, (form,), 0, 0]))
         forms.append(type(form))
     assert [type(n[0].values[0][0]) for n in level] == forms
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+def test_successors_for_another_worker_come_back_as_queued(bits: int) -> None:
+    from statecore.check.frontier import Outgoing
+
+    outgoing = Outgoing(Parts(SLOTS, GLOBALS, MONITORS), bits)
+    items = [
+        (
+            node([i, True, (i,), 0, 1]),
+            (1 << bits) - 1 - i * 0x9E3779B97F4A7C15 % (1 << 60),
+            i,
+            i % 7,
+        )
+        for i in range(100)
+    ]
+    for item in items:
+        outgoing.append(item)
+    assert len(outgoing) == 100 and list(outgoing) == items

@@ -28,7 +28,7 @@ from typing import Any
 from ..system import System, SystemState
 from .values import alike, strict
 
-__all__ = ["Frontier", "Level", "Parts", "new_level"]
+__all__ = ["Frontier", "Level", "Outgoing", "Parts", "new_level"]
 
 Node = tuple[Any, ...]
 
@@ -149,3 +149,35 @@ Level = list[Node] | Frontier  # what a search queues a level's nodes in
 def new_level(parts: Parts | None) -> Level:
     """An empty level to queue nodes in: packed into `parts` (None: a plain list)."""
     return [] if parts is None else Frontier(parts)
+
+
+class Outgoing:
+    """Successors queued for another worker until the level's exchange, packed: the nodes in a
+    `Frontier`, their fingerprints (64 or 128 bits), parent references and actions in arrays.
+    Iterating gives ``(node, fingerprint, parent, action)`` in the order appended."""
+
+    def __init__(self, parts: Parts, bits: int) -> None:
+        self.nodes = Frontier(parts)
+        self._fps = [array("Q") for _ in range(bits // 64)]  # 64 bits each, lowest first
+        self._refs = array("Q")
+        self._actions = array("I")
+
+    def append(self, item: tuple[Node, int, int, int]) -> None:
+        node, fp, parent, action = item
+        self.nodes.append(node)
+        for shift, fps in enumerate(self._fps):
+            fps.append(fp >> (64 * shift) & _WORD)
+        self._refs.append(parent)
+        self._actions.append(action)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[tuple[Node, int, int, int]]:
+        fps = zip(*self._fps)
+        for node, words, parent, action in zip(self.nodes, fps, self._refs, self._actions):
+            fp = words[0] if len(words) == 1 else words[0] | words[1] << 64
+            yield node, fp, parent, action
+
+
+_WORD = (1 << 64) - 1

@@ -22,6 +22,7 @@ import contextlib
 import traceback
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Protocol
 
 from ..properties import Property
@@ -29,7 +30,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
-from .frontier import Level, Parts, new_level
+from .frontier import Level, Outgoing, Parts, new_level
 from .stepcache import Hint
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
@@ -134,13 +135,19 @@ class Partition:
         self.me = store.partition
         self.workers = store.partitions
         self.nodes: dict[Node, int] | None = {} if exact else None
-        self.outbox: list[list[Item]] = [[] for _ in range(self.workers)]
+        self.parts: Parts | None = None  # with fingerprints: the outbox is packed (`Outgoing`)
+        self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
         self.sent: set[int] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
         self.boundary = 0  # the index of this level's first new node
         self._parent: object = None
         self._parent_ref = ROOT
+
+    def new_outbox(self) -> list[list[Item] | Outgoing]:
+        """An empty outbox per worker (this one's stays empty)."""
+        parts, bits = self.parts, self.store.bits
+        return [[] if parts is None else Outgoing(parts, bits) for _ in range(self.workers)]
 
     def __len__(self) -> int:
         return len(self.store)
@@ -258,7 +265,10 @@ class Share:
             store.fingerprint = process_hash
         self.part = Partition(store, exact=not plan.fingerprints)
         if plan.fingerprints and self.explorer.por is None:  # no states kept: the levels packed
-            self.explorer.parts = Parts.of(plan.system, len(self.explorer.monitors))
+            self.explorer.parts = self.part.parts = Parts.of(
+                plan.system, len(self.explorer.monitors)
+            )
+            self.part.outbox = self.part.new_outbox()
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
         self.frontier: Level = []  # the nodes of the level to expand next
@@ -363,14 +373,14 @@ class Share:
             if owner != self.me:
                 sent = 0
                 try:
-                    for start in range(0, len(items), _BATCH):
-                        batch = self.dumps(items[start : start + _BATCH])
-                        self.inboxes[owner].put((self.me, sent, batch))
+                    queued = iter(items)
+                    while batch := list(islice(queued, _BATCH)):
+                        self.inboxes[owner].put((self.me, sent, self.dumps(batch)))
                         sent += 1
                 except Exception as exc:
                     failure = exc
                 self.inboxes[owner].put((self.me, sent, None))  # the end of this level, always
-        part.outbox = [[] for _ in range(part.workers)]
+        part.outbox = part.new_outbox()
         part.sent = set()
         received: dict[int, dict[int, bytes]] = {w: {} for w in range(part.workers)}
         expected: dict[int, int] = {}
