@@ -34,7 +34,7 @@ class _OverBudget(Exception):
 
 CT_TWO_IDS = ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1)
 GOAL_BYTES = 4 << 30  # the goal's memory bound, shared by the coordinator and the workers
-COORDINATOR_BYTES = 512 << 20  # kept back for the coordinator; the workers share the rest
+COORDINATOR_BYTES = 512 << 20  # with workers, kept back for the coordinator; they share the rest
 
 
 def complete_check(
@@ -57,7 +57,7 @@ def complete_check(
             stop_on_violation=False,
             fingerprints=64,
             workers=workers,
-            max_memory=(GOAL_BYTES - COORDINATOR_BYTES) // workers,
+            max_memory=GOAL_BYTES if workers == 1 else (GOAL_BYTES - COORDINATOR_BYTES) // workers,
             progress=watch,
         )
     except _OverBudget:
