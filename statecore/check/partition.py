@@ -130,12 +130,12 @@ class Partition:
     dict beside the fingerprints), for results that do not depend on hashes.
     """
 
-    def __init__(self, store: FingerprintStore, exact: bool) -> None:
+    def __init__(self, store: FingerprintStore, exact: bool, parts: Parts | None = None) -> None:
         self.store = store
         self.me = store.partition
         self.workers = store.partitions
         self.nodes: dict[Node, int] | None = {} if exact else None
-        self.parts: Parts | None = None  # with fingerprints: the outbox is packed (`Outgoing`)
+        self.parts = parts  # with fingerprints: the outbox is packed (`Outgoing`)
         self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
         self.sent: set[int] = set()
         self.quota: int | None = None  # new nodes this level may still add
@@ -263,12 +263,11 @@ class Share:
         )
         if not plan.fingerprints and not plan.stable_routes:
             store.fingerprint = process_hash
-        self.part = Partition(store, exact=not plan.fingerprints)
-        if plan.fingerprints and self.explorer.por is None:  # no states kept: the levels packed
-            self.explorer.parts = self.part.parts = Parts.of(
-                plan.system, len(self.explorer.monitors)
-            )
-            self.part.outbox = self.part.new_outbox()
+        # No states kept (fingerprints): the levels and the outbox are packed.
+        packed = plan.fingerprints and self.explorer.por is None
+        parts = Parts.of(plan.system, len(self.explorer.monitors)) if packed else None
+        self.part = Partition(store, exact=not plan.fingerprints, parts=parts)
+        self.explorer.parts = parts
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
         self.frontier: Level = []  # the nodes of the level to expand next
