@@ -1,4 +1,4 @@
-"""The segment watermark a running adapter keeps: presence in a machine, counts beside it.
+"""The segment watermark a running adapter keeps: its machine as a table, counts beside it.
 
 A server's segment generations and token counts have no bound, so the
 checked ``segment_watermark`` run as it is (`unbounded_watermark_machine`,
@@ -8,47 +8,41 @@ though, only compare counts (``generation < expected``, ``confirmed < sent``)
 and its effects only copy counts from the payload (or ``generation + 1``).
 So a running adapter keeps it in two parts:
 
-* `presence_machine` - the machine it fires: the checked transitions (the
-  same names, outputs and order), with the two comparisons as the payload
-  and, as variables, whether each watermark is present. It has finitely many
-  snapshots and payloads, so every fire after the first is a memo lookup;
-* `Counts` - the counts, written by each transition's own checked effect and
-  compared by the checked guards (`late`, `below_sent`).
+* `presence_machine` - the checked transitions (the same names, outputs and
+  order), with the two comparisons as the payload and, as variables,
+  whether each watermark is present. It has four snapshots and 24 saves;
+* `Counts` - the counts, written by each transition's own checked effect.
 
-A `Watermark` holds the two for one id; its `Watermark.save` and
-`Watermark.fire_checked` run one event both ways. Their guards and effects are the
-checked machine's own functions: the presence machine evaluates them on a
-witness (`_witness`) whose counts compare as the payload says. That the
-pair behaves as the checked machine is a test
-(``tests/test_checked_sender.py``): every snapshot and payload of a bound,
-and counts far beyond it, give the same transition, outputs and counts.
+`WatermarkTable` is the presence machine tabulated: `statecore.step` run
+once on each of its snapshots with each event it can be fired with. An id's
+watermark is then its `Counts` alone (its presence snapshot is which counts
+are there), and a save is the two comparisons, one lookup and the taken
+transition's checked effect: no object per id and no fire through an
+`Instance`, which the adapter's sender lock serialises anyway.
+
+The guards and effects are the checked machine's own functions: the
+presence machine evaluates the guards on a witness (`_witness`) whose counts
+compare as the payload says. That the table behaves as the checked machine
+is a test (``tests/test_checked_sender.py``): every snapshot and payload of
+a bound, and counts far beyond it, give the same transition, outputs and
+counts.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import itertools
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from statecore import (
-    Event,
-    Field,
-    Machine,
-    Outcome,
-    Prepared,
-    Snapshot,
-    State,
-    Transition,
-    Var,
-    prepare,
-)
+from statecore import Event, Field, Machine, Outcome, Snapshot, State, Transition, Var, step
 from statecore.errors import FireError
 from statecore.machine_parts import Effect
-from statecore.runtime import Instance, SerialInstance
 
 from .segment_watermark import (
     BOOL,
     KINDS,
+    SEGMENT_END,
     Payload,
     SaveGuard,
     below_sent,
@@ -56,7 +50,7 @@ from .segment_watermark import (
     unbounded_watermark_machine,
 )
 
-__all__ = ["ABSENT", "Counts", "Watermark", "presence_machine"]
+__all__ = ["ABSENT", "Counts", "Step", "WatermarkTable", "presence_machine"]
 
 
 class Counts(NamedTuple):
@@ -155,85 +149,126 @@ def presence_machine() -> Machine:
     )
 
 
-def _prepared_saves(machine: Machine) -> dict[tuple[str, bool, bool, bool], Prepared]:
-    """Every ``save`` the presence machine can be fired with, keyed (kind, counter, late, below)."""
-    return {
-        (kind, counter, is_late, below): prepare(
-            machine, "save", kind=kind, counter=counter, late=is_late, below=below
-        )
-        for kind in KINDS
-        for counter in BOOL
-        for is_late in BOOL
-        for below in BOOL
-    }
+SaveKey = tuple[bool, bool, str, bool, bool, bool]
+"""A save's table key: (has_expected, has_sent, kind, counter, late, below)."""
 
 
-class Watermark(SerialInstance):
-    """One external id's watermark: a `presence_machine` instance with the `Counts` beside it.
+class Step(NamedTuple):
+    """One tabulated step of the presence machine."""
 
-    Its owner serialises every fire on it (the adapter holds its sender lock
-    around them), so it is a `SerialInstance`. `save` and `fire_checked` fire
-    an event both ways: the machine, then the taken transition's checked
-    effect on `counts`. Firing it with `Instance.fire` would leave the counts
-    behind, so the adapter never does.
+    outcome: Outcome
+    """`statecore.step`'s outcome on the presence snapshot."""
+    verdict: str
+    """A save's verdict: "admitted", or why it is skipped ("late", "replay")."""
+    effect: Effect | None
+    """The taken transition's checked effect on the counts."""
+    update: Update | None
+    """`effect` on a save's counts (`compiled`); None where there is no effect."""
+
+
+class WatermarkTable:
+    """`presence_machine` tabulated: each snapshot and event, stepped once (see the module doc).
+
+    The owner keeps each id's `Counts` and serialises the calls for one id
+    (the adapter's sender lock). `save` is the hot path; `fire` takes any
+    event of the checked machine.
     """
 
-    __slots__ = ("_saves", "counts")
+    __slots__ = ("_events", "_saves", "machine")
 
-    def __init__(
-        self, machine: Machine, snapshot: Snapshot | None = None, counts: Counts = ABSENT
-    ) -> None:
-        Instance.__init__(self, machine, snapshot)  # `SerialInstance.__init__` only narrows it
-        self.counts = counts
-        self._saves = _SAVES[machine]
+    def __init__(self, machine: Machine | None = None) -> None:
+        self.machine = machine = machine or presence_machine()
+        self._saves: dict[SaveKey, Step] = {}
+        self._events: dict[tuple[bool, bool, str], Step] = {}
+        for has_expected, has_sent in itertools.product(BOOL, BOOL):
+            snapshot = machine.snapshot("open", has_expected=has_expected, has_sent=has_sent)
+            for kind, counter, is_late, below in itertools.product(KINDS, BOOL, BOOL, BOOL):
+                payload = {"kind": kind, "counter": counter, "late": is_late, "below": below}
+                key = (has_expected, has_sent, kind, counter, is_late, below)
+                self._saves[key] = _step(machine, snapshot, "save", payload)
+            for event in machine.events:
+                if not event.fields:
+                    self._events[has_expected, has_sent, event.name] = _step(
+                        machine, snapshot, event.name, {}
+                    )
 
-    def save(self, kind: str, generation: int, confirmed: int, counter: bool) -> Outcome:
-        """The ``save`` event with the checked machine's payload (the hot path of every save).
+    def save(
+        self, counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
+    ) -> tuple[Step, Counts]:
+        """The ``save`` event with the checked machine's payload: its step and the new counts.
 
-        The two checked comparisons pick one of the presence machine's saves,
-        prepared once per machine (`_prepared_saves`), so a save costs the
-        comparisons, a memo lookup and the taken transition's checked effect.
+        The checked guards' two comparisons (`late`, `below_sent`), written
+        out on the counts, pick the step, looked up by equality as the
+        checked machine's domains are; any other input (a count that is an
+        int subclass or no int, a kind or counter outside the domains) takes
+        `_save_checked`, which calls the guards themselves.
         """
-        if type(generation) is not int or type(confirmed) is not int:
-            _check_counts(generation, confirmed)
+        expected, sent = counts
+        if type(generation) is int and type(confirmed) is int:
+            try:
+                step = self._saves[
+                    expected is not None,
+                    sent is not None,
+                    kind,
+                    counter,
+                    expected is not None and generation < expected,
+                    kind != SEGMENT_END and confirmed < (sent or 0),
+                ]
+            except (KeyError, TypeError):  # outside the declared domains: the machine says why
+                pass
+            else:
+                update = step[3]
+                if update is None:
+                    return step, counts
+                return step, update(counts, kind, generation, confirmed, counter)
+        return self._save_checked(counts, kind, generation, confirmed, counter)
+
+    def fire(self, counts: Counts, event: str, /, **payload: Any) -> tuple[Step, Counts]:
+        """`event` with the checked machine's payload: its step and the new counts.
+
+        A ``save`` carries ``kind``, ``generation``, ``confirmed`` and
+        ``counter``; ``clear`` and ``rebuild_prompt`` carry nothing.
+        """
+        if event == "save":
+            return self.save(counts, **payload)
+        step = self._events.get((counts[0] is not None, counts[1] is not None, event))
+        if step is None or payload:  # not a declared event without fields: the machine says why
+            presence = self.machine.snapshot(
+                "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
+            )
+            step = _step(self.machine, presence, event, payload)
+        return step, _applied(step, counts, payload)
+
+    def _save_checked(
+        self, counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
+    ) -> tuple[Step, Counts]:
+        """`save` for any input: the checked guards decide, the machine says what is wrong."""
+        _check_counts(generation, confirmed)
         payload = {
             "kind": kind,
             "generation": generation,
             "confirmed": confirmed,
             "counter": counter,
         }
-        counts = self.counts
-        prepared = None
-        if type(kind) is str and type(counter) is bool:  # as `fire`'s memo key, 1 is not True
-            prepared = self._saves.get(
-                (kind, counter, late(counts, payload), below_sent(counts, payload))  # type: ignore[arg-type]
-            )
-        if prepared is None:  # outside the declared domains: the machine says why
-            is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
-            outcome = self.fire("save", kind=kind, counter=counter, late=is_late, below=below)
-        else:
-            outcome = self.fire_prepared(prepared)
-        transition = outcome.transition
-        if transition is not None:  # `_applied`, inlined: this is every save's path
-            effect = EFFECTS[transition.name]
-            if effect is not None:
-                changes = effect(counts, payload) or _NO_CHANGES  # type: ignore[arg-type]
-                self.counts = _new_counts(
-                    Counts, (changes.get("expected", counts[0]), changes.get("sent", counts[1]))
-                )
-        return outcome
+        is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
+        presence = self.machine.snapshot(
+            "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
+        )
+        fired = {"kind": kind, "counter": counter, "late": is_late, "below": below}
+        step = _step(self.machine, presence, "save", fired)
+        return step, _applied(step, counts, payload)
 
-    def fire_checked(self, event: str, /, **payload: Any) -> Outcome:
-        """Fire `event` with the checked machine's payload: on the machine, then on `counts`.
 
-        A ``save`` carries ``kind``, ``generation``, ``confirmed`` and
-        ``counter``; the machine is fired with the comparisons (`save`).
-        """
-        if event == "save":
-            return self.save(**payload)
-        outcome = self.fire(event, **payload)
-        self.counts = _applied(outcome, self.counts, payload)
-        return outcome
+def _step(machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]) -> Step:
+    """`statecore.step` of the presence machine, with the verdict and the checked effect."""
+    outcome = step(machine, snapshot, event, payload)
+    transition = outcome.transition
+    verdict = ""
+    if outcome.outputs:
+        first = outcome.outputs[0]
+        verdict = "admitted" if first.name == "admitted" else str(first.get("reason"))
+    effect = None if transition is None else EFFECTS[transition.name]
+    return Step(outcome, verdict, effect, None if effect is None else compiled(effect))
 
 
 def _check_counts(generation: object, confirmed: object) -> None:
@@ -245,10 +280,9 @@ def _check_counts(generation: object, confirmed: object) -> None:
         )
 
 
-def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:
-    """`counts` after the checked effect of the transition `outcome` took, if any."""
-    transition = outcome.transition
-    effect = None if transition is None else EFFECTS[transition.name]
+def _applied(step: Step, counts: Counts, payload: Payload) -> Counts:
+    """`counts` after the checked effect of `step`'s transition, if any."""
+    effect = step.effect
     if effect is None:
         return counts
     return counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
@@ -256,13 +290,68 @@ def _applied(outcome: Outcome, counts: Counts, payload: Payload) -> Counts:
 
 _NO_CHANGES: Mapping[str, Any] = {}
 
+Update = Callable[[Counts, str, int, int, bool], Counts]
+"""A save's effect on the counts: (counts, kind, generation, confirmed, counter) -> counts."""
 
-class _Saves(dict[Machine, dict[tuple[str, bool, bool, bool], Prepared]]):
-    """`_prepared_saves` of each presence machine, built on its first save."""
+_PROBES = [
+    (Counts(expected, sent), generation, confirmed)
+    for expected, sent in ((1_000_003, 2_000_003), (40, 70))
+    for generation, confirmed in ((3_000_017, 4_000_037), (11, 23))
+]
+"""Counts and save counts of distinct values, each count above and below the others."""
 
-    def __missing__(self, machine: Machine) -> dict[tuple[str, bool, bool, bool], Prepared]:
-        saves = self[machine] = _prepared_saves(machine)
-        return saves
+
+@functools.cache
+def compiled(effect: Effect) -> Update:
+    """`effect` as an `Update`: a copy of the save's counts where that is all it does.
+
+    Most checked effects set each count to None, to one of the save's counts
+    (plus a constant: ``generation + 1``) or leave it. Probed with `_PROBES`
+    for every kind and counter, such an effect gets that copy as a function
+    of its own, built once; any other effect is called as it is, with the
+    save's payload. ``tests/test_checked_sender.py`` runs the table against
+    the checked machine on every bounded case and at any count.
+    """
+    sources: dict[str, set[str]] = {"expected": set(), "sent": set()}
+    for (counts, generation, confirmed), kind, counter in itertools.product(_PROBES, KINDS, BOOL):
+        payload = {
+            "kind": kind,
+            "generation": generation,
+            "confirmed": confirmed,
+            "counter": counter,
+        }
+        changes = effect(counts, payload) or _NO_CHANGES  # type: ignore[arg-type]
+        for name, values in sources.items():
+            values.add(_source(name, changes, counts, generation, confirmed))
+    if any(len(values) != 1 or "" in values for values in sources.values()):
+        return functools.partial(_calling, effect)
+    [expected], [sent] = sources["expected"], sources["sent"]
+    arguments = "counts, kind, generation, confirmed, counter"
+    code = f"lambda {arguments}: new(Counts, ({expected}, {sent}))"  # `_source`'s words only
+    update: Update = eval(code, {"new": _new_counts, "Counts": Counts})
+    return update
 
 
-_SAVES = _Saves()
+def _source(
+    name: str, changes: Mapping[str, Any], counts: Counts, generation: int, confirmed: int
+) -> str:
+    """How `changes` sets the count `name`, in an `Update`'s arguments ("": in none of them)."""
+    index = Counts._fields.index(name)
+    value = changes.get(name, counts[index])
+    if value is None:
+        return "None"
+    if type(value) is int and value == counts[index]:
+        return f"counts[{index}]"
+    for given, count in (("generation", generation), ("confirmed", confirmed)):
+        if type(value) is int and -2 <= value - count <= 2:
+            offset = value - count
+            return f"{given} + {offset}" if offset else given
+    return ""
+
+
+def _calling(
+    effect: Effect, counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
+) -> Counts:
+    """`effect` on the counts, called with the save's payload."""
+    payload = {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter}
+    return counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]

@@ -19,17 +19,19 @@ from statecore.models.implementations.checked_sender import (
     BEGIN,
     END,
     SENDER_GENERATION,
-    WATERMARK,
+    WATERMARKS,
     GenerationPayloads,
     SenderGeneration,
     Watermarks,
 )
 from statecore.models.segment_watermark import (
     KINDS,
+    below_sent,
+    late,
     unbounded_watermark_machine,
     watermark_machine,
 )
-from statecore.models.segment_watermark_runtime import Counts, Watermark
+from statecore.models.segment_watermark_runtime import EFFECTS, Counts, compiled
 
 from statecore import FireError, Prepared, Snapshot, step
 from statecore.runtime import Instance, SerialInstance, verify_memo
@@ -86,11 +88,9 @@ def test_the_prepared_fires_are_checked_by_verify_memo() -> None:
             assert token.fire_prepared(END[False]).snapshot.state == "open"
         # No override of its own: the generation takes verify_memo's checked fire.
         assert SenderGeneration.fire_prepared is Instance._fire_prepared_verified
-        assert Watermark.fire_prepared is Instance._fire_prepared_verified
     finally:
         verify_memo(previous)
     assert isinstance(token, SerialInstance) and token.machine is SENDER_GENERATION
-    assert isinstance(Watermark(WATERMARK), SerialInstance)
 
 
 # -- Watermarks -----------------------------------------------------------------------
@@ -104,7 +104,7 @@ def test_the_runtime_watermark_has_the_checked_transitions_in_order() -> None:
     unbounded = [t.name for t in UNBOUNDED.transitions]
     assert [name for name in unbounded if name not in checked] == ["open--rebuild_prompt-->(same)"]
     assert [name for name in unbounded if name in checked] == checked
-    assert [t.name for t in WATERMARK.transitions] == unbounded
+    assert [t.name for t in WATERMARKS.machine.transitions] == unbounded
 
 
 def as_snapshot(counts: Counts) -> Snapshot:
@@ -113,25 +113,39 @@ def as_snapshot(counts: Counts) -> Snapshot:
 
 def presence(counts: Counts) -> Snapshot:
     has = (counts.expected is not None, counts.sent is not None)
-    return WATERMARK.snapshot_class(("open", *has))
+    return WATERMARKS.machine.snapshot_class(("open", *has))
 
 
 def assert_runs_as_checked(counts: Counts, event: str, payload: dict[str, Any]) -> None:
-    """The runtime pair (presence machine + counts) takes the checked machine's step."""
+    """The table (presence machine + counts) takes the checked machine's step.
+
+    Its step is also the presence machine's `step` on the presence of `counts`
+    (the table is that machine, tabulated), and it leaves the presence of the
+    counts it returns.
+    """
     checked = step(UNBOUNDED, as_snapshot(counts), event, payload)
-    mark = Watermark(WATERMARK, presence(counts), counts)
-    outcome = mark.fire_checked(event, **payload)
-    after = mark.counts
+    taken, after = WATERMARKS.fire(counts, event, **payload)
+    outcome = taken.outcome
     assert (outcome.status, outcome.transition, outcome.outputs) == (
         checked.status,
         checked.transition and UNBOUNDED_TO_RUNTIME[checked.transition.name],
         checked.outputs,
     )
     assert as_snapshot(after) == checked.snapshot
-    assert mark.snapshot == presence(after)
+    assert outcome.snapshot == presence(after)
+    if event == "save":
+        fired = {
+            "kind": payload["kind"],
+            "counter": payload["counter"],
+            "late": late(counts, payload),
+            "below": below_sent(counts, payload),
+        }
+        assert step(WATERMARKS.machine, presence(counts), "save", fired) == outcome
+        [output] = outcome.outputs
+        assert taken.verdict == ("admitted" if output.name == "admitted" else output.get("reason"))
 
 
-UNBOUNDED_TO_RUNTIME = {t.name: t for t in WATERMARK.transitions}
+UNBOUNDED_TO_RUNTIME = {t.name: t for t in WATERMARKS.machine.transitions}
 COUNTS = [Counts(e, s) for e, s in itertools.product([None, *range(5)], repeat=2)]
 
 
@@ -168,12 +182,41 @@ def test_the_runtime_watermark_runs_as_the_checked_one_at_any_count(
     assert_runs_as_checked(counts, "save", payload)
 
 
+def strange_effect(s: Any, p: Any) -> dict[str, Any]:
+    """Not a copy of the save's counts: the larger of two counts."""
+    return {"expected": max(p["generation"], s.expected or 0), "sent": p["confirmed"] + 1}
+
+
+@given(
+    counts=st.builds(Counts, st.none() | COUNT, st.none() | COUNT),
+    kind=st.sampled_from(KINDS),
+    generation=COUNT,
+    confirmed=COUNT,
+    counter=st.booleans(),
+)
+def test_a_compiled_effect_gives_the_checked_effects_counts(
+    counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
+) -> None:
+    payload = {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter}
+    effects = [e for e in EFFECTS.values() if e is not None]
+    for effect in [*effects, strange_effect]:
+        expected = counts.changed(effect(counts, payload) or {})  # type: ignore[arg-type]
+        after = compiled(effect)(counts, kind, generation, confirmed, counter)
+        assert after == expected and type(after) is Counts, effect.__name__
+
+
+def test_only_an_effect_that_copies_the_saves_counts_is_compiled() -> None:
+    copies = [e for e in EFFECTS.values() if e is not None]
+    assert all(compiled(e).__name__ == "<lambda>" for e in copies)
+    assert not hasattr(compiled(strange_effect), "__name__")  # called as it is
+
+
 def test_a_count_that_is_not_an_int_is_refused_as_the_checked_machine_refuses_it() -> None:
     payload = {"kind": "chunk", "generation": 0, "confirmed": 1.5, "counter": True}
     with pytest.raises(FireError):
         step(UNBOUNDED, as_snapshot(Counts()), "save", payload)
     with pytest.raises(FireError, match=r"confirmed=1\.5"):
-        Watermark(WATERMARK).fire_checked("save", **payload)
+        WATERMARKS.fire(Counts(), "save", **payload)
 
 
 def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() -> None:
@@ -287,8 +330,8 @@ def test_the_call_site_map_names_every_event_and_matches_the_code() -> None:
             checked_sender, owner_name
         )
         source = inspect.getsource(getattr(owner, method))
-        # The event's name, a prepared event's, or the watermark runtime's own ``save``.
-        spellings = {f'"{event}"', f"watermark.{event}(", *prepared_names(checked_sender, event)}
+        # The event's name, a prepared event's, or the watermark table's own ``save``.
+        spellings = {f'"{event}"', f"WATERMARKS.{event}(", *prepared_names(checked_sender, event)}
         assert any(s in source for s in spellings), f"{site.fires} does not fire {machine}.{event}"
         for caller in site.callers:
             caller_source = inspect.getsource(getattr(mixin, caller))

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from statecore import Machine
 
-from .checked_sender import REQUEST_STATE, SENDER_GENERATION, WATERMARK
+from .checked_sender import REQUEST_STATE, SENDER_GENERATION, WATERMARKS
 
 
 class Site(NamedTuple):
@@ -30,7 +30,7 @@ class Site(NamedTuple):
 
 MACHINES: Mapping[str, Machine] = {
     "sender_generation": SENDER_GENERATION,
-    "segment_watermark": WATERMARK,
+    "segment_watermark": WATERMARKS.machine,
     "request_state": REQUEST_STATE,
 }
 """The machines one external id's sender lifecycle runs, by the name the map uses."""

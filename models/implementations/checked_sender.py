@@ -34,11 +34,11 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from statecore import ACCEPTED, Instance, Output, prepare
+from statecore import ACCEPTED, Instance, prepare
 from statecore.runtime import SerialInstance
 
 from ..request_state_machines import request_state_machine
-from ..segment_watermark_runtime import Watermark, presence_machine
+from ..segment_watermark_runtime import ABSENT, Counts, WatermarkTable
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
@@ -55,7 +55,8 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 SENDER_GENERATION = sender_generation_machine()
-WATERMARK = presence_machine()
+WATERMARKS = WatermarkTable()
+"""The ``segment_watermark`` machine every `Watermarks` runs, tabulated once."""
 PAYLOAD_NAMESPACE = "request_payload"
 """The one namespace of the ``request_state`` generations: the id's ``request_payload`` entry."""
 REQUEST_STATE = request_state_machine((PAYLOAD_NAMESPACE,))
@@ -69,7 +70,6 @@ BEGIN = {
 END = {t: prepare(SENDER_GENERATION, "end", terminal=t) for t in (False, True)}
 """``end`` by whether the task is the terminal."""
 CLEANUP = prepare(SENDER_GENERATION, "cleanup")
-_CLEAR = prepare(WATERMARK, "clear")
 _RELEASE = prepare(REQUEST_STATE, "release")
 _GET_OR_CREATE = prepare(REQUEST_STATE, "get_or_create", namespace=PAYLOAD_NAMESPACE)
 _PAYLOAD_EVENTS = {
@@ -139,21 +139,21 @@ class SenderGeneration(SerialInstance):
 class Watermarks:
     """``save_async``'s admission state per external id: one ``segment_watermark`` each.
 
-    An id has a `Watermark` (the presence machine's instance with its
-    `Counts` beside it) from its first save until ``clear``
-    (`statecore.models.segment_watermark_runtime` says why the counts live
-    beside the machine); absent, both watermarks read as absent, as 0.30.0's
-    popped dict entries do. The adapter holds `lock` around ``save`` and
-    ``clear``; ``rebuild_prompt``, which the scheduler reaches without it,
-    takes it. So every fire on an id's instance is serialised, and a
-    `Watermark` is a `SerialInstance`.
+    An id's watermark is its `Counts`, from its first save until ``clear``;
+    `WATERMARKS`, the ``segment_watermark`` machine tabulated, takes each
+    event on them (`statecore.models.segment_watermark_runtime` says why the
+    machine runs as a table with the counts beside it). Absent, both
+    watermarks read as absent, as 0.30.0's popped dict entries do. The
+    adapter holds `lock` around ``save`` and ``clear``; ``rebuild_prompt``,
+    which the scheduler reaches without it, takes it. So the events of one
+    id are serialised.
     """
 
     __slots__ = ("_marks", "generations", "lock", "tokens")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
         self.lock = lock or threading.Lock()
-        self._marks: dict[str, Watermark] = {}
+        self._marks: dict[str, Counts] = {}
         self.generations: Mapping[str, int] = _WatermarkView(self._marks, 0)
         """``_segment_generation``: the next segment generation a save may carry."""
         self.tokens: Mapping[str, int] = _TokenView(self, self._marks)
@@ -161,35 +161,24 @@ class Watermarks:
 
     def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
         """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
-        watermark = self._marks.get(ext)
-        if watermark is None:
-            watermark = self._marks[ext] = Watermark(WATERMARK)
-        [output] = watermark.save(kind, generation, confirmed, counter).outputs
-        return _VERDICTS.get(output) or _verdict(output)
+        marks = self._marks
+        step, marks[ext] = WATERMARKS.save(
+            marks.get(ext, ABSENT), kind, generation, confirmed, counter
+        )
+        return step[1]
 
     def rebuild_prompt(self, ext: str) -> None:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
         with self.lock:
-            mark = self._marks.get(ext)
-            if mark is not None:
-                mark.fire_checked("rebuild_prompt")
+            counts = self._marks.get(ext)
+            if counts is not None:
+                self._marks[ext] = WATERMARKS.fire(counts, "rebuild_prompt")[1]
 
     def clear(self, ext: str) -> None:
-        """``_clear_sender_state_locked``: both watermarks popped (the instance goes too)."""
-        mark = self._marks.pop(ext, None)
-        if mark is not None:  # the counts go with the instance: only the machine's step is due
-            mark.fire_prepared(_CLEAR)
-
-
-_VERDICTS: dict[Output, str] = {}
-"""`Watermarks.save`'s verdict by the save's output (the machine's outputs are few)."""
-
-
-def _verdict(output: Output) -> str:
-    verdict = "admitted" if output.name == "admitted" else str(output.get("reason"))
-    if len(_VERDICTS) < 64:
-        _VERDICTS[output] = verdict
-    return verdict
+        """``_clear_sender_state_locked``: the ``clear`` event pops both watermarks."""
+        counts = self._marks.pop(ext, None)
+        if counts is not None:
+            WATERMARKS.fire(counts, "clear")  # both popped: the id's entry goes
 
 
 class _WatermarkView(Mapping[str, int]):
@@ -197,20 +186,20 @@ class _WatermarkView(Mapping[str, int]):
 
     __slots__ = ("_index", "_marks")
 
-    def __init__(self, marks: dict[str, Watermark], index: int) -> None:
+    def __init__(self, marks: dict[str, Counts], index: int) -> None:
         self._marks = marks
         self._index = index
 
     def __getitem__(self, ext: str) -> int:
-        mark = self._marks.get(ext)
-        value = None if mark is None else mark.counts[self._index]
+        counts = self._marks.get(ext)
+        value = None if counts is None else counts[self._index]
         if value is None:
             raise KeyError(ext)
         return value
 
     def __iter__(self) -> Iterator[str]:
         index = self._index
-        return iter([e for e, m in list(self._marks.items()) if m.counts[index] is not None])
+        return iter([e for e, c in list(self._marks.items()) if c[index] is not None])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -221,7 +210,7 @@ class _TokenView(_WatermarkView):
 
     __slots__ = ("_owner",)
 
-    def __init__(self, owner: Watermarks, marks: dict[str, Watermark]) -> None:
+    def __init__(self, owner: Watermarks, marks: dict[str, Counts]) -> None:
         super().__init__(marks, 1)
         self._owner = owner
 
