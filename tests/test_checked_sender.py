@@ -166,15 +166,17 @@ def test_the_runtime_watermark_runs_as_the_checked_one_on_every_bounded_case() -
 
 
 COUNT = st.integers(-(2**70), 2**70)
-
-
-@given(
+any_save = given(
     counts=st.builds(Counts, st.none() | COUNT, st.none() | COUNT),
     kind=st.sampled_from(KINDS),
     generation=COUNT,
     confirmed=COUNT,
     counter=st.booleans(),
 )
+"""A save at any counts, far beyond the checked bounds."""
+
+
+@any_save
 def test_the_runtime_watermark_runs_as_the_checked_one_at_any_count(
     counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
 ) -> None:
@@ -187,13 +189,7 @@ def strange_effect(s: Any, p: Any) -> dict[str, Any]:
     return {"expected": max(p["generation"], s.expected or 0), "sent": p["confirmed"] + 1}
 
 
-@given(
-    counts=st.builds(Counts, st.none() | COUNT, st.none() | COUNT),
-    kind=st.sampled_from(KINDS),
-    generation=COUNT,
-    confirmed=COUNT,
-    counter=st.booleans(),
-)
+@any_save
 def test_a_compiled_effect_gives_the_checked_effects_counts(
     counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
 ) -> None:
