@@ -193,9 +193,15 @@ class WatermarkTable:
                     )
 
     def save(
-        self, counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
-    ) -> tuple[Step, Counts]:
-        """The ``save`` event with the checked machine's payload: its step and the new counts.
+        self,
+        marks: dict[str, Counts],
+        ext: str,
+        kind: str,
+        generation: int,
+        confirmed: int,
+        counter: bool,
+    ) -> Step:
+        """The ``save`` event on the watermarks ``marks[ext]`` (absent: `ABSENT`), updated in place.
 
         The checked guards' two comparisons (`late`, `below_sent`), written
         out on the counts, pick the step, looked up by equality as the
@@ -203,7 +209,7 @@ class WatermarkTable:
         int subclass or no int, a kind or counter outside the domains) takes
         `_save_checked`, which calls the guards themselves.
         """
-        expected, sent = counts
+        expected, sent = counts = marks.get(ext, ABSENT)
         if type(generation) is int and type(confirmed) is int:
             try:
                 step = self._saves[
@@ -218,10 +224,21 @@ class WatermarkTable:
                 pass
             else:
                 update = step[3]
-                if update is None:
-                    return step, counts
-                return step, update(counts, kind, generation, confirmed, counter)
-        return self._save_checked(counts, kind, generation, confirmed, counter)
+                if update is not None:
+                    marks[ext] = update(counts, kind, generation, confirmed, counter)
+                return step
+        step, marks[ext] = self._save_checked(counts, kind, generation, confirmed, counter)
+        return step
+
+    def step(self, counts: Counts, event: str) -> Step:
+        """The step of `event`, an event without fields (``clear``, ``rebuild_prompt``)."""
+        step = self._events.get((counts[0] is not None, counts[1] is not None, event))
+        if step is None:  # not a declared event without fields: the machine says why
+            presence = self.machine.snapshot(
+                "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
+            )
+            step = _step(self.machine, presence, event, {})
+        return step
 
     def fire(self, counts: Counts, event: str, /, **payload: Any) -> tuple[Step, Counts]:
         """`event` with the checked machine's payload: its step and the new counts.
@@ -230,13 +247,14 @@ class WatermarkTable:
         ``counter``; ``clear`` and ``rebuild_prompt`` carry nothing.
         """
         if event == "save":
-            return self.save(counts, **payload)
-        step = self._events.get((counts[0] is not None, counts[1] is not None, event))
-        if step is None or payload:  # not a declared event without fields: the machine says why
+            marks = {"": counts}
+            return self.save(marks, "", **payload), marks[""]
+        if payload:  # no field of an event without fields: the machine says why
             presence = self.machine.snapshot(
                 "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
             )
-            step = _step(self.machine, presence, event, payload)
+            _step(self.machine, presence, event, payload)
+        step = self.step(counts, event)
         return step, _applied(step, counts, payload)
 
     def _save_checked(

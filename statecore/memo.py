@@ -14,8 +14,8 @@ say), payloads outside the domains and events or machines declared
 computed and not kept, so memory stays bounded whatever the payloads.
 
 The memo belongs to this module, not to the `Machine`: a machine is an
-immutable definition, and `memo_of` keeps each machine's memo beside it (in a
-weak mapping, so the memo goes when the machine does).
+immutable definition, and `memo_of` keeps each machine's memo beside it (by
+the machine's id, dropped when the machine goes).
 """
 
 from __future__ import annotations
@@ -58,16 +58,22 @@ class Memo(dict[Snapshot, Node]):
         self.initial: Node | None = None
 
 
-_MEMOS: weakref.WeakKeyDictionary[Machine, Memo] = weakref.WeakKeyDictionary()
+_MEMOS: dict[int, Memo] = {}
+"""Each machine's memo, by the machine's id: a fresh instance looks its machine's memo up
+with no weak reference made. The entry goes when the machine does (`weakref.finalize`),
+so before its id can be reused."""
 
 
 def memo_of(machine: Machine) -> Memo:
     """The memo of `machine`, made empty on first use; it lives as long as the machine."""
-    try:
-        return _MEMOS[machine]
-    except KeyError:
+    memo = _MEMOS.get(id(machine))
+    if memo is None:
         with _STORE:
-            return _MEMOS.setdefault(machine, Memo())
+            memo = _MEMOS.get(id(machine))
+            if memo is None:
+                memo = _MEMOS[id(machine)] = Memo()
+                weakref.finalize(machine, _MEMOS.pop, id(machine), None)
+    return memo
 
 
 def memo_size(machine: Machine) -> int:

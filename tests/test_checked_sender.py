@@ -252,6 +252,8 @@ def test_clear_pops_both_and_a_reused_id_starts_afresh() -> None:
     assert dict(marks.generations) == {} and dict(marks.tokens) == {}
     assert marks.save("e", kind="chunk", generation=0, confirmed=0, counter=True) == "admitted"
     marks.clear("never-saved")  # idempotent
+    # `Watermarks.clear` drops the entry: the checked ``clear`` leaves no count, from any counts.
+    assert {WATERMARKS.fire(counts, "clear")[1] for counts in COUNTS} == {Counts()}
 
 
 def test_the_views_are_read_only() -> None:

@@ -447,3 +447,20 @@ def test_keywords_are_not_names() -> None:
             events=[Event("e")],
             transitions=[Transition("a", "e")],
         )
+
+
+def test_a_machines_memo_goes_with_it_and_a_new_machine_starts_empty() -> None:
+    import gc
+
+    from statecore.memo import _MEMOS, memo_size
+
+    ids = set()
+    for _ in range(50):  # a dead machine's id is soon reused: its memo must not be
+        machine = switch()
+        assert memo_size(machine) == 0
+        Instance(machine).fire("flip", hard=True)
+        assert memo_size(machine) > 0
+        ids.add(id(machine))
+        del machine
+        gc.collect()
+    assert not ids & set(_MEMOS)

@@ -161,11 +161,7 @@ class Watermarks:
 
     def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
         """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
-        marks = self._marks
-        step, marks[ext] = WATERMARKS.save(
-            marks.get(ext, ABSENT), kind, generation, confirmed, counter
-        )
-        return step[1]
+        return WATERMARKS.save(self._marks, ext, kind, generation, confirmed, counter)[1]
 
     def rebuild_prompt(self, ext: str) -> None:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
@@ -175,10 +171,14 @@ class Watermarks:
                 self._marks[ext] = WATERMARKS.fire(counts, "rebuild_prompt")[1]
 
     def clear(self, ext: str) -> None:
-        """``_clear_sender_state_locked``: the ``clear`` event pops both watermarks."""
+        """``_clear_sender_state_locked``: the ``clear`` event pops both watermarks.
+
+        The id's entry goes with them; its counts after ``clear`` are absent
+        whatever they were (``tests/test_checked_sender.py``).
+        """
         counts = self._marks.pop(ext, None)
         if counts is not None:
-            WATERMARKS.fire(counts, "clear")  # both popped: the id's entry goes
+            WATERMARKS.step(counts, "clear")
 
 
 class _WatermarkView(Mapping[str, int]):
