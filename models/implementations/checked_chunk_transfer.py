@@ -2,8 +2,8 @@
 
 `CheckedChunkTransferAdapter` is vLLM-Omni 0.30.0's ``OmniChunkTransferAdapter``
 ("CTA" below) with the per-external-id sender lifecycle taken out of the
-flags and checks scattered over its methods and put into instances (`statecore.Instance`) of
-the machines ``statecore check`` verified in the ``chunk_transfer`` system
+flags and checks scattered over its methods and put into the machines
+``statecore check`` verified in the ``chunk_transfer`` system
 (`statecore.models.implementations.checked_sender`). Each override below
 names the method it replaces and the machine event it fires; everything
 else (payload construction, connector keys, the receiver) is 0.30.0's.

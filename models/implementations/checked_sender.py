@@ -3,8 +3,8 @@
 vLLM-Omni 0.30.0 keeps each external id's sender lifecycle in flags and
 dicts that a dozen code paths set and test (``_SenderGeneration``,
 ``_segment_generation``, ``requests_num_chunks_sent``, ``request_payload``).
-Here each of those is the state of an `Instance` of a machine that
-``statecore check`` verified inside the ``chunk_transfer`` system:
+Here each of those is the state of a machine that ``statecore check``
+verified inside the ``chunk_transfer`` system:
 
 * `SenderGeneration` - one ``_SenderGeneration``, and the
   ``sender_generation`` machine's instance itself: its flags (``cancelled``,
@@ -14,8 +14,8 @@ Here each of those is the state of an `Instance` of a machine that
 * `Watermarks` - ``_segment_generation[ext]`` and
   ``requests_num_chunks_sent[ext]`` are the counts of one
   ``segment_watermark`` per id, kept as its runtime form splits it
-  (`statecore.models.segment_watermark_runtime`: presence in a machine,
-  counts beside it); `Watermarks.generations` and `Watermarks.tokens` are
+  (`statecore.models.segment_watermark_runtime`: presence in a machine run
+  as a table, counts beside it); `Watermarks.generations` and `Watermarks.tokens` are
   read-only dict views for the code that reads those attributes.
 * `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
   can be written only while that id's ``request_state`` generation is live:
