@@ -38,7 +38,7 @@ from statecore import ACCEPTED, Instance, prepare
 from statecore.runtime import SerialInstance
 
 from ..request_state_machines import request_state_machine
-from ..segment_watermark_runtime import ABSENT, Counts, WatermarkTable
+from ..segment_watermark_runtime import Counts, WatermarkTable
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
