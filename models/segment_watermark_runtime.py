@@ -346,7 +346,8 @@ def compiled(effect: Effect) -> Update:
     [expected], [sent] = sources["expected"], sources["sent"]
     arguments = "counts, kind, generation, confirmed, counter"
     code = f"lambda {arguments}: new(Counts, ({expected}, {sent}))"  # `_source`'s words only
-    update: Update = eval(code, {"new": _new_counts, "Counts": Counts})
+    namespace = {"new": _new_counts, "Counts": Counts}
+    update: Update = eval(compile(code, __file__, "eval"), namespace)  # named as this module's
     return update
 
 
