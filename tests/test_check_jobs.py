@@ -8,7 +8,9 @@ exit code; a target that fails in its process fails as it does alone.
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,50 @@ def test_a_report_kept_for_later_is_coloured_as_on_the_terminal() -> None:
 
     assert colour("PASS", "32", Printed(True)) == "\033[32mPASS\033[0m"
     assert colour("PASS", "32", Printed(False)) == "PASS"
+
+
+# -- the processes -----------------------------------------------------------------------
+
+
+def test_side_by_side_gives_the_results_in_order_and_raises_a_workers_error() -> None:
+    from statecore.cli.check_jobs import side_by_side
+
+    def work(name: str) -> Any:
+        if name == "bad":
+            raise ValueError(f"no target {name}")
+        return name.upper(), os.getpid()
+
+    results = side_by_side(["a", "b", "c", "bad", "d"], work, 2)
+    got = [next(results) for _ in range(3)]
+    assert [(name, value[0]) for name, value in got] == [("a", "A"), ("b", "B"), ("c", "C")]
+    assert len({pid for _, (_, pid) in got} | {os.getpid()}) == 4  # each in its own process
+    with pytest.raises(ValueError, match="no target bad"):
+        next(results)
+
+
+def test_side_by_side_names_a_worker_that_died() -> None:
+    from statecore.cli.check_jobs import side_by_side
+
+    with pytest.raises(RuntimeError, match="'gone' died before it reported"):
+        list(side_by_side(["gone"], lambda name: os._exit(3), 2))
+
+
+def test_side_by_side_kills_the_workers_still_running_when_the_caller_stops(
+    tmp_path: Path,
+) -> None:
+    from statecore.cli.check_jobs import side_by_side
+
+    def work(name: str) -> str:
+        (tmp_path / name).write_text(str(os.getpid()))
+        if name == "slow":
+            time.sleep(120)
+        return name
+
+    results = side_by_side(["fast", "slow"], work, 2)
+    assert next(results) == ("fast", "fast")
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "slow").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    results.close()  # the caller stops (an error, Ctrl-C): the slow worker is killed and reaped
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "slow").read_text()), 0)

@@ -23,6 +23,8 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 Work = Callable[[str], Any]
@@ -45,31 +47,70 @@ def jobs_for(args: argparse.Namespace, names: list[str]) -> int:
 def side_by_side(names: list[str], work: Work, jobs: int) -> Iterator[tuple[str, Any]]:
     """``(name, work(name))`` for each of `names` in order, computed on `jobs` forked processes.
 
-    The workers are stopped when the iteration ends, however it ends (an
-    error in the caller, Ctrl-C), so none is left running.
+    Each name gets a process of its own, at most `jobs` at a time, which
+    sends its result through a pipe. The processes still running when the
+    iteration ends, however it ends (an error in the caller, Ctrl-C), are
+    killed: a process pool's terminate can wait forever on a lock a worker
+    holds while it waits for work, and nothing here is shared but the pipes.
     """
     global _WORK
     _WORK = work
+    context = multiprocessing.get_context("fork")
+    running: dict[int, tuple[BaseProcess, Connection]] = {}
     try:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(jobs, initializer=_ignore_interrupts) as pool:
-            yield from zip(names, pool.imap(_work_in_worker, names))
+        for ahead in range(min(jobs, len(names))):
+            running[ahead] = _start(context, names[ahead])
+        for index, name in enumerate(names):
+            process, pipe = running.pop(index)
+            result = _received(pipe, name)
+            process.join()
+            if index + jobs < len(names):  # the next name takes the finished one's place
+                running[index + jobs] = _start(context, names[index + jobs])
+            yield name, result
     finally:
         _WORK = None
+        for process, pipe in running.values():
+            process.kill()
+            process.join()
+            pipe.close()
 
 
 _WORK: Work | None = None
 """The work a forked worker inherits."""
 
 
-def _ignore_interrupts() -> None:
-    """Ctrl-C is the parent's to handle: it stops the workers."""
+def _start(context: Any, name: str) -> tuple[BaseProcess, Connection]:
+    """A forked process computing ``_WORK(name)``, and the pipe its result comes back on."""
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_work_in_worker, args=(name, sender), daemon=True)
+    process.start()
+    sender.close()  # the child holds its end: the parent sees EOF if the child dies
+    return process, receiver
+
+
+def _work_in_worker(name: str, pipe: Connection) -> None:
+    """Ctrl-C is the parent's to handle (it kills the workers); the result goes back whole."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _work_in_worker(name: str) -> Any:
     assert _WORK is not None
-    return _WORK(name)
+    try:
+        pipe.send((True, _WORK(name)))
+    except BaseException as exc:  # raised in the parent, as a pool would
+        pipe.send((False, exc))
+    finally:
+        pipe.close()
+
+
+def _received(pipe: Connection, name: str) -> Any:
+    """The result a worker sent for `name`; its exception raised here if it raised."""
+    try:
+        ok, result = pipe.recv()
+    except EOFError:
+        raise RuntimeError(f"the process checking {name!r} died before it reported") from None
+    finally:
+        pipe.close()
+    if not ok:
+        raise result
+    return result
 
 
 class Printed(io.StringIO):
