@@ -10,6 +10,7 @@ reference model in ``tests/test_vllm_checked.py`` (the ``vllm`` tox env).
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -213,6 +214,27 @@ def test_a_count_that_is_not_an_int_is_refused_as_the_checked_machine_refuses_it
         step(UNBOUNDED, as_snapshot(Counts()), "save", payload)
     with pytest.raises(FireError, match=r"confirmed=1\.5"):
         WATERMARKS.fire(Counts(), "save", **payload)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [{"kind": "bogus"}, {"kind": ["chunk"]}, {"counter": 2}, {"generation": None}],
+    ids=["kind", "unhashable kind", "counter", "generation"],
+)
+def test_a_save_outside_the_domains_is_refused_as_the_checked_machine_refuses_it(
+    wrong: dict[str, Any],
+) -> None:
+    payload = {"kind": "chunk", "generation": 0, "confirmed": 1, "counter": True, **wrong}
+    with pytest.raises(FireError):
+        step(UNBOUNDED, as_snapshot(Counts()), "save", payload)
+    [(name, value)] = wrong.items()
+    with pytest.raises(FireError, match=re.escape(f"{name}={value!r}")):
+        WATERMARKS.fire(Counts(), "save", **payload)
+
+
+def test_an_int_subclass_is_a_count_as_the_checked_machine_takes_it() -> None:
+    payload = {"kind": "chunk", "generation": True, "confirmed": 1, "counter": True}
+    assert_runs_as_checked(Counts(), "save", payload)
 
 
 def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() -> None:
