@@ -234,10 +234,7 @@ class WatermarkTable:
         """The step of `event`, an event without fields (``clear``, ``rebuild_prompt``)."""
         step = self._events.get((counts[0] is not None, counts[1] is not None, event))
         if step is None:  # not a declared event without fields: the machine says why
-            presence = self.machine.snapshot(
-                "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
-            )
-            step = _step(self.machine, presence, event, {})
+            step = _step(self.machine, self._presence(counts), event, {})
         return step
 
     def fire(self, counts: Counts, event: str, /, **payload: Any) -> tuple[Step, Counts]:
@@ -250,10 +247,7 @@ class WatermarkTable:
             marks = {"": counts}
             return self.save(marks, "", **payload), marks[""]
         if payload:  # no field of an event without fields: the machine says why
-            presence = self.machine.snapshot(
-                "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
-            )
-            _step(self.machine, presence, event, payload)
+            _step(self.machine, self._presence(counts), event, payload)
         step = self.step(counts, event)
         return step, _applied(step, counts, payload)
 
@@ -262,19 +256,17 @@ class WatermarkTable:
     ) -> tuple[Step, Counts]:
         """`save` for any input: the checked guards decide, the machine says what is wrong."""
         _check_counts(generation, confirmed)
-        payload = {
-            "kind": kind,
-            "generation": generation,
-            "confirmed": confirmed,
-            "counter": counter,
-        }
+        payload = _save_payload(kind, generation, confirmed, counter)
         is_late, below = late(counts, payload), below_sent(counts, payload)  # type: ignore[arg-type]
-        presence = self.machine.snapshot(
+        fired = {"kind": kind, "counter": counter, "late": is_late, "below": below}
+        step = _step(self.machine, self._presence(counts), "save", fired)
+        return step, _applied(step, counts, payload)
+
+    def _presence(self, counts: Counts) -> Snapshot:
+        """The presence machine's snapshot of `counts`: which of them are there."""
+        return self.machine.snapshot(
             "open", has_expected=counts[0] is not None, has_sent=counts[1] is not None
         )
-        fired = {"kind": kind, "counter": counter, "late": is_late, "below": below}
-        step = _step(self.machine, presence, "save", fired)
-        return step, _applied(step, counts, payload)
 
 
 def _step(machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]) -> Step:
@@ -301,9 +293,17 @@ def _check_counts(generation: object, confirmed: object) -> None:
 def _applied(step: Step, counts: Counts, payload: Payload) -> Counts:
     """`counts` after the checked effect of `step`'s transition, if any."""
     effect = step.effect
-    if effect is None:
-        return counts
+    return counts if effect is None else _changed(effect, counts, payload)
+
+
+def _changed(effect: Effect, counts: Counts, payload: Payload) -> Counts:
+    """`counts` with the checked `effect`'s changes applied."""
     return counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
+
+
+def _save_payload(kind: str, generation: int, confirmed: int, counter: bool) -> dict[str, Any]:
+    """The checked machine's ``save`` payload."""
+    return {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter}
 
 
 _NO_CHANGES: Mapping[str, Any] = {}
@@ -332,12 +332,7 @@ def compiled(effect: Effect) -> Update:
     """
     sources: dict[str, set[str]] = {"expected": set(), "sent": set()}
     for (counts, generation, confirmed), kind, counter in itertools.product(_PROBES, KINDS, BOOL):
-        payload = {
-            "kind": kind,
-            "generation": generation,
-            "confirmed": confirmed,
-            "counter": counter,
-        }
+        payload = _save_payload(kind, generation, confirmed, counter)
         changes = effect(counts, payload) or _NO_CHANGES  # type: ignore[arg-type]
         for name, values in sources.items():
             values.add(_source(name, changes, counts, generation, confirmed))
@@ -372,5 +367,4 @@ def _calling(
     effect: Effect, counts: Counts, kind: str, generation: int, confirmed: int, counter: bool
 ) -> Counts:
     """`effect` on the counts, called with the save's payload."""
-    payload = {"kind": kind, "generation": generation, "confirmed": confirmed, "counter": counter}
-    return counts.changed(effect(counts, payload) or _NO_CHANGES)  # type: ignore[arg-type]
+    return _changed(effect, counts, _save_payload(kind, generation, confirmed, counter))
