@@ -149,8 +149,9 @@ def presence_machine() -> Machine:
     )
 
 
-SaveKey = tuple[bool, bool, str, bool, bool, bool]
-"""A save's table key: (has_expected, has_sent, kind, counter, late, below)."""
+SaveKey = tuple[type, type, bool, bool, str, bool, bool, bool]
+"""A save's table key: (the two counts' classes, has_expected, has_sent, kind, counter,
+late, below)."""
 
 
 class Step(NamedTuple):
@@ -184,7 +185,7 @@ class WatermarkTable:
             snapshot = machine.snapshot("open", has_expected=has_expected, has_sent=has_sent)
             for kind, counter, is_late, below in itertools.product(KINDS, BOOL, BOOL, BOOL):
                 payload = {"kind": kind, "counter": counter, "late": is_late, "below": below}
-                key = (has_expected, has_sent, kind, counter, is_late, below)
+                key = (int, int, has_expected, has_sent, kind, counter, is_late, below)
                 self._saves[key] = _step(machine, snapshot, "save", payload)
             for event in machine.events:
                 if not event.fields:
@@ -203,30 +204,33 @@ class WatermarkTable:
     ) -> Step:
         """The ``save`` event on the watermarks ``marks[ext]`` (absent: `ABSENT`), updated in place.
 
-        The checked guards' two comparisons (`late`, `below_sent`), written
-        out on the counts, pick the step, looked up by equality as the
-        checked machine's domains are; any other input (a count that is an
-        int subclass or no int, a kind or counter outside the domains) takes
-        `_save_checked`, which calls the guards themselves.
+        The counts' classes and the checked guards' two comparisons (`late`,
+        `below_sent`), written out on the counts, pick the step, looked up by
+        equality as the checked machine's domains are; any other input (a
+        count that is an int subclass or no int, a kind or counter outside
+        the domains) misses and takes `_save_checked`, which calls the guards
+        themselves.
         """
         expected, sent = counts = marks.get(ext, ABSENT)
-        if type(generation) is int and type(confirmed) is int:
-            try:
-                step = self._saves[
-                    expected is not None,
-                    sent is not None,
-                    kind,
-                    counter,
-                    expected is not None and generation < expected,
-                    kind != SEGMENT_END and confirmed < (sent or 0),
-                ]
-            except (KeyError, TypeError):  # outside the declared domains: the machine says why
-                pass
-            else:
-                update = step[3]
-                if update is not None:
-                    marks[ext] = update(counts, kind, generation, confirmed, counter)
-                return step
+        has_expected = expected is not None
+        try:
+            step = self._saves[
+                generation.__class__,  # `int` in every key: a subclass misses
+                confirmed.__class__,
+                has_expected,
+                sent is not None,
+                kind,
+                counter,
+                has_expected and generation < expected,
+                kind != SEGMENT_END and confirmed < (sent or 0),
+            ]
+        except (KeyError, TypeError):  # outside the declared domains: the machine says why
+            pass
+        else:
+            update = step[3]
+            if update is not None:
+                marks[ext] = update(counts, kind, generation, confirmed, counter)
+            return step
         step, marks[ext] = self._save_checked(counts, kind, generation, confirmed, counter)
         return step
 

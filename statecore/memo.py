@@ -58,7 +58,7 @@ class Memo(dict[Snapshot, Node]):
         self.initial: Node | None = None
 
 
-_MEMOS: dict[int, Memo] = {}
+MEMOS: dict[int, Memo] = {}
 """Each machine's memo, by the machine's id: a fresh instance looks its machine's memo up
 with no weak reference made. The entry goes when the machine does (`weakref.finalize`),
 so before its id can be reused."""
@@ -66,13 +66,13 @@ so before its id can be reused."""
 
 def memo_of(machine: Machine) -> Memo:
     """The memo of `machine`, made empty on first use; it lives as long as the machine."""
-    memo = _MEMOS.get(id(machine))
+    memo = MEMOS.get(id(machine))
     if memo is None:
         with _STORE:
-            memo = _MEMOS.get(id(machine))
+            memo = MEMOS.get(id(machine))
             if memo is None:
-                memo = _MEMOS[id(machine)] = Memo()
-                weakref.finalize(machine, _MEMOS.pop, id(machine), None)
+                memo = MEMOS[id(machine)] = Memo()
+                weakref.finalize(machine, MEMOS.pop, id(machine), None)
     return memo
 
 

@@ -57,7 +57,6 @@ from .memo import (
     compute_edge,
     given_node,
     initial_node,
-    memo_of,
     memo_size,
     remembered_step,
     same_types,
@@ -87,6 +86,7 @@ CACHE_LIMIT = _memo.CACHE_LIMIT  # the memo's bound; setting it here sets `state
 # The memo's helpers under the names they had when the memo lived here.
 _Node = Node
 _node = _memo.node_of
+_memos_get = _memo.MEMOS.get
 _key = _memo.edge_key
 _edge = compute_edge  # `Instance._step` calls it through this name
 
@@ -187,10 +187,12 @@ class Instance:
         listeners: tuple[Listener, ...] = (),
     ) -> None:
         self.machine = machine
-        if snapshot is None:
-            self._node = memo_of(machine).initial or initial_node(machine)
-        else:
+        if snapshot is not None:
             self._node = given_node(machine, snapshot)
+        else:  # `memo_of(machine).initial`, without the call: one per instance made
+            memo = _memos_get(id(machine))
+            node = None if memo is None else memo.initial
+            self._node = node or initial_node(machine)
         self._lock = _new_lock()
         self._listeners = tuple(listeners)
 

@@ -239,13 +239,13 @@ def test_an_int_subclass_is_a_count_as_the_checked_machine_takes_it() -> None:
 
 def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() -> None:
     marks = Watermarks()
-    first = marks.save("e", kind="chunk", generation=1000, confirmed=5000, counter=True)
+    first = marks.save("e", "chunk", 1000, 5000, True)[1]
     assert first == "admitted"
     assert dict(marks.generations) == {"e": 1000}
     assert dict(marks.tokens) == {"e": 5000}
-    assert marks.save("e", kind="chunk", generation=999, confirmed=6000, counter=True) == "late"
-    assert marks.save("e", kind="chunk", generation=1000, confirmed=4999, counter=True) == "replay"
-    end = marks.save("e", kind="segment_end", generation=1000, confirmed=5001, counter=True)
+    assert marks.save("e", "chunk", 999, 6000, True)[1] == "late"
+    assert marks.save("e", "chunk", 1000, 4999, True)[1] == "replay"
+    end = marks.save("e", "segment_end", 1000, 5001, True)[1]
     assert end == "admitted"
     assert dict(marks.generations) == {"e": 1001} and dict(marks.tokens) == {}
 
@@ -253,26 +253,26 @@ def test_saves_are_admitted_and_skipped_at_counts_beyond_the_checked_bounds() ->
 def test_a_segment_end_without_the_counter_does_not_advance() -> None:
     # #6816: a speculative +1 would make every later save of the request late.
     marks = Watermarks()
-    marks.save("e", kind="segment_end", generation=0, confirmed=3, counter=False)
+    marks.save("e", "segment_end", 0, 3, False)
     assert marks.generations["e"] == 0
-    assert marks.save("e", kind="chunk", generation=0, confirmed=1, counter=False) == "admitted"
+    assert marks.save("e", "chunk", 0, 1, False)[1] == "admitted"
 
 
 def test_the_schedulers_pop_of_the_token_watermark_is_an_event() -> None:
     marks = Watermarks()
-    marks.save("e", kind="chunk", generation=0, confirmed=7, counter=True)
+    marks.save("e", "chunk", 0, 7, True)[1]
     assert marks.tokens.pop("e", None) == 7  # type: ignore[attr-defined]
     assert "e" not in marks.tokens and marks.generations["e"] == 0
-    assert marks.save("e", kind="chunk", generation=0, confirmed=1, counter=True) == "admitted"
+    assert marks.save("e", "chunk", 0, 1, True)[1] == "admitted"
     assert marks.tokens.pop("absent", "default") == "default"  # type: ignore[attr-defined]
 
 
 def test_clear_pops_both_and_a_reused_id_starts_afresh() -> None:
     marks = Watermarks()
-    marks.save("e", kind="segment_end", generation=4, confirmed=2, counter=True)
+    marks.save("e", "segment_end", 4, 2, True)[1]
     marks.clear("e")
     assert dict(marks.generations) == {} and dict(marks.tokens) == {}
-    assert marks.save("e", kind="chunk", generation=0, confirmed=0, counter=True) == "admitted"
+    assert marks.save("e", "chunk", 0, 0, True)[1] == "admitted"
     marks.clear("never-saved")  # idempotent
     # `Watermarks.clear` drops the entry: the checked ``clear`` leaves no count, from any counts.
     assert {WATERMARKS.fire(counts, "clear")[1] for counts in COUNTS} == {Counts()}
@@ -322,16 +322,52 @@ def test_opening_a_generation_drops_an_entry_left_over() -> None:
     assert "e" not in payloads
 
 
+def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_write() -> None:
+    import threading
+
+    lock = threading.Lock()
+    payloads = GenerationPayloads(lock)
+    owner = object()
+    with lock:  # the adapter, in save_async
+        payloads.open("e", owner)
+    with lock:  # the adapter, in _clear_sender_state_locked, while a processor writes
+        writer = threading.Thread(target=payloads.__setitem__, args=("e", {"codec": "late"}))
+        writer.start()
+        writer.join(0.2)
+        assert writer.is_alive()  # the write waits for the lock
+        payloads.release("e")
+    writer.join()
+    assert "e" not in payloads and payloads.status("e") is None
+
+
+def test_a_generation_is_a_row_of_the_request_state_table() -> None:
+    from statecore.models.implementations.checked_sender import REQUEST_STATES
+
+    payloads = GenerationPayloads()
+    owner = object()
+    payloads.open("e", owner)
+    assert payloads.status("e") == "open"
+    payloads["e"] = 1
+    payloads.complete_segment("e", object())  # another generation's late call: no effect
+    assert payloads.status("e") == "open"
+    payloads.on_failure("e", owner)
+    assert payloads.status("e") == "failed" and payloads["e"] == 1
+    assert {row.snapshot for row in REQUEST_STATES.rows.values()} <= set(
+        REQUEST_STATES.machine.reachable_snapshots
+    )
+
+
 # -- the call-site map (docs/checked-adapter.md) ------------------------------------------
 
 
 def prepared_names(module: object, event: str) -> set[str]:
-    """The module's names of `event` prepared (a `Prepared`, or a dict of them), as called."""
+    """The module's names of `event` prepared (a `Prepared`, or a dict of them), as fired:
+    an argument, a dict's item, or a table row's edge (`statecore.table`)."""
     names = set()
     for name, value in vars(module).items():
         values = value.values() if isinstance(value, dict) else (value,)
         if any(isinstance(v, Prepared) and v.event == event for v in values):
-            names.add(f"{name}[" if isinstance(value, dict) else f"({name})")
+            names |= {f"{name}["} if isinstance(value, dict) else {f"({name})", f"edges[{name}]"}
     return names
 
 
@@ -352,7 +388,10 @@ def test_the_call_site_map_names_every_event_and_matches_the_code() -> None:
         source = inspect.getsource(getattr(owner, method))
         # The event's name, a prepared event's, or the watermark table's own ``save``.
         spellings = {f'"{event}"', f"WATERMARKS.{event}(", *prepared_names(checked_sender, event)}
-        assert any(s in source for s in spellings), f"{site.fires} does not fire {machine}.{event}"
+        table_event = site.fires == f"WatermarkTable.{event}"
+        assert table_event or any(s in source for s in spellings), (
+            f"{site.fires} does not fire {machine}.{event}"
+        )
         for caller in site.callers:
             caller_source = inspect.getsource(getattr(mixin, caller))
             assert f".{method}(" in caller_source, f"{caller} does not call {site.fires}"

@@ -452,7 +452,7 @@ def test_keywords_are_not_names() -> None:
 def test_a_machines_memo_goes_with_it_and_a_new_machine_starts_empty() -> None:
     import gc
 
-    from statecore.memo import _MEMOS, memo_size
+    from statecore.memo import MEMOS, memo_size
 
     ids = set()
     for _ in range(50):  # a dead machine's id is soon reused: its memo must not be
@@ -463,4 +463,4 @@ def test_a_machines_memo_goes_with_it_and_a_new_machine_starts_empty() -> None:
         ids.add(id(machine))
         del machine
         gc.collect()
-    assert not ids & set(_MEMOS)
+    assert not ids & set(MEMOS)

@@ -197,7 +197,7 @@ def test_the_released_adapter_fails_under_the_same_binding() -> None:
 
 
 def _joins(token: Any, request_id: str) -> str | None:
-    return "draining" if token is not None and token.cancelled else None
+    return "draining" if token.cancelled else None
 
 
 def _only_logs(self: Any, task: dict[str, Any], output: Any, token: Any) -> Any:
@@ -217,7 +217,7 @@ def _log_only_sweep(scheduler: Any) -> None:
 
 
 MUTANTS: dict[str, tuple[Any, str, Any]] = {
-    "reuse_joins_a_live_generation": (checked_chunk_transfer, "_refusal", _joins),
+    "reuse_joins_a_live_generation": (checked_sender.SenderGeneration, "refusal", _joins),
     "processor_exception_only_logged": (CheckedSenderMixin, "_process_payload", _only_logs),
     "sweep_only_logs": (vllm_omni_checked, "fail_failed_chunk_sends", _log_only_sweep),
     "cleanup_reclaims_a_queued_terminal": (

@@ -110,7 +110,7 @@ class CheckedSenderMixin:
         self._watermarks = Watermarks(self._sender_state_lock)
         self._segment_generation = self._watermarks.generations
         self.requests_num_chunks_sent = self._watermarks.tokens
-        self.request_payload = GenerationPayloads()
+        self.request_payload = GenerationPayloads(self._sender_state_lock)
 
     # -- save_async (CTA:370-492) -------------------------------------------------
 
@@ -127,7 +127,10 @@ class CheckedSenderMixin:
         """CTA:370-492. ``segment_watermark.save`` admits or skips the save;
         ``sender_generation.save_terminal`` fences a terminal. A save while
         another request's generation holds the id is refused visibly."""
-        is_finished = force_request_finished or (request.is_finished() and not request.resumable)
+        if force_request_finished:
+            is_finished = True
+        else:  # a bool: the save thread's events are prepared by it (`BEGIN`, `END`)
+            is_finished = bool(request.is_finished()) and not request.resumable
         ext = request.external_req_id
         counter = getattr(request, "_omni_segment_generation", None)
         if segment_generation is None and type(counter) is int:  # the streaming path's case
@@ -149,18 +152,12 @@ class CheckedSenderMixin:
         kind = SEGMENT_END if is_segment_finished else TERMINAL if is_finished else CHUNK
         with self._sender_state_lock:
             token = self._sender_tokens.get(ext)
-            refusal = None
-            if token is not None and (token.owner != request.request_id or token.retired):
-                refusal = _refusal(token, request.request_id)
+            refusal = None if token is None else token.refusal(request.request_id)
             verdict = "refused"
             if refusal is None:
                 verdict = self._watermarks.save(
-                    ext,
-                    kind=kind,
-                    generation=generation,
-                    confirmed=int(confirmed_num_computed_tokens),
-                    counter=counter is not None,
-                )
+                    ext, kind, generation, int(confirmed_num_computed_tokens), counter is not None
+                )[1]
             if verdict == "admitted":
                 if token is None:
                     token = self._sender_tokens[ext] = SenderGeneration(request.request_id)
@@ -200,7 +197,7 @@ class CheckedSenderMixin:
         if token is None:
             self._send_single_request_for_generation(task)
             return
-        terminal = bool(task.get("is_finished"))
+        terminal = task["is_finished"]  # a bool (`save_async`)
         with self._sender_state_lock:
             began = (
                 self._sender_tokens.get(ext) is token
@@ -261,8 +258,17 @@ class CheckedSenderMixin:
         success, _size, _metadata = self.connector.put(
             from_stage=str(stage_id), to_stage=str(stage_id + 1), put_key=put_key, data=payload_data
         )
-        if not self._count_put(ext, sender_token, success, is_finished):
-            return
+        with self._sender_state_lock:  # CTA:842-861: advance the key counters
+            if sender_token is not None:
+                if success and is_finished:
+                    sender_token.terminal_sent = True
+                current = self._sender_tokens.get(ext) is sender_token
+                if not current or (sender_token.state == "retiring" and not is_finished):
+                    _LOG.debug("Ignoring completed put for retired request %s", ext)
+                    return
+            if success:
+                self.put_req_chunk[ext] += 1
+                self.ramp_chunk_count[ext] += 1
         if success:
             if is_finished and _truthy(vllm, payload_data.meta.finished):
                 self.cleanup(request.request_id, ext)
@@ -313,23 +319,6 @@ class CheckedSenderMixin:
             payload.meta.is_segment_finished = vllm.torch.tensor(
                 is_segment_finished, dtype=vllm.torch.bool
             )
-
-    def _count_put(
-        self, ext: str, token: SenderGeneration | None, success: bool, is_finished: bool
-    ) -> bool:
-        """After the put (CTA:842-861): advance the key counters; False for a retired generation."""
-        with self._sender_state_lock:
-            if token is not None:
-                if success and is_finished:
-                    token.terminal_sent = True
-                current = self._sender_tokens.get(ext) is token
-                if not current or (token.state == "retiring" and not is_finished):
-                    _LOG.debug("Ignoring completed put for retired request %s", ext)
-                    return False
-            if success:
-                self.put_req_chunk[ext] += 1
-                self.ramp_chunk_count[ext] += 1
-        return True
 
     def _end_segment(self, ext: str, token: SenderGeneration | None) -> None:
         """Segment-end post-processing (CTA:902-909): request-wide state is kept."""
@@ -441,15 +430,6 @@ class CheckedSenderMixin:
                 continue
             if req_id in self.requests_origin_status and req_id in owned:
                 request.status = self.requests_origin_status.pop(req_id)
-
-
-def _refusal(token: SenderGeneration, request_id: str) -> str | None:
-    """Why a save that meets `token` must be refused visibly, or None: the reuse rule."""
-    if token.retired:
-        return "previous sender generation is still draining"
-    if token.owner != request_id:
-        return f"external id is held by request {token.owner}'s sender generation"
-    return None
 
 
 def _graceful(status: Any, finished_status: Any) -> bool:

@@ -59,7 +59,7 @@ FIRED_BY: Mapping[tuple[str, str], Site] = {
         "leaves it to the terminal's finally in _send_single_request)",
     ),
     ("segment_watermark", "save"): Site(
-        "Watermarks.save",
+        "WatermarkTable.save",
         ("save_async",),
         "CTA:412-430 the late check; CTA:447-486 the token watermark and the segment end",
     ),

@@ -29,16 +29,18 @@ module is tested without vLLM.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from statecore import ACCEPTED, Instance, prepare
+from statecore import ACCEPTED, Instance, Prepared, prepare
 from statecore.runtime import SerialInstance
+from statecore.table import Table
 
 from ..request_state_machines import request_state_machine
-from ..segment_watermark_runtime import Counts, WatermarkTable
+from ..segment_watermark_runtime import Counts, Step, WatermarkTable
 from ..sender_generation import sender_generation_machine
 
 __all__ = [
@@ -75,6 +77,8 @@ _GET_OR_CREATE = prepare(REQUEST_STATE, "get_or_create", namespace=PAYLOAD_NAMES
 _PAYLOAD_EVENTS = {
     event: prepare(REQUEST_STATE, event) for event in ("complete_segment", "send_failed")
 }
+REQUEST_STATES = Table(REQUEST_STATE, (_GET_OR_CREATE, _RELEASE, *_PAYLOAD_EVENTS.values()))
+"""The ``request_state`` machine tabulated for the events `GenerationPayloads` fires."""
 
 _CANCELLED = frozenset({"draining", "retiring"})
 _TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
@@ -117,6 +121,16 @@ class SenderGeneration(SerialInstance):
         """No save joins it any more: cancelled, or its cleanup is owed to the terminal."""
         return self.cleanup_owed or self._node.snapshot[0] in _CANCELLED
 
+    def refusal(self, request_id: str) -> str | None:
+        """Why a save of `request_id` that meets this generation is refused, or None: the
+        reuse rule (a retired generation, or one another request opened, takes no save)."""
+        retired = self.cleanup_owed or self._node.snapshot[0] in _CANCELLED
+        if not retired and self.owner == request_id:
+            return None
+        if retired:
+            return "previous sender generation is still draining"
+        return f"external id is held by request {self.owner}'s sender generation"
+
     @property
     def terminal_pending(self) -> bool:
         """A terminal is queued or in flight: cleanup must wait for it."""
@@ -149,19 +163,21 @@ class Watermarks:
     id are serialised.
     """
 
-    __slots__ = ("_marks", "generations", "lock", "tokens")
+    __slots__ = ("_marks", "generations", "lock", "save", "tokens")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
         self.lock = lock or threading.Lock()
         self._marks: dict[str, Counts] = {}
+        self.save: Callable[[str, str, int, int, bool], Step] = functools.partial(
+            WATERMARKS.save, self._marks
+        )
+        """The ``save`` event: ``save(ext, kind, generation, confirmed, counter)``, a `Step`
+        whose verdict (``[1]``) is "admitted" or why the save is skipped ("late", "replay").
+        The table's own method bound to this adapter's counts: the hot path calls it direct."""
         self.generations: Mapping[str, int] = _WatermarkView(self._marks, 0)
         """``_segment_generation``: the next segment generation a save may carry."""
         self.tokens: Mapping[str, int] = _TokenView(self, self._marks)
         """``requests_num_chunks_sent``: the confirmed tokens already queued."""
-
-    def save(self, ext: str, *, kind: str, generation: int, confirmed: int, counter: bool) -> str:
-        """The ``save`` event; "admitted", or why the save is skipped ("late", "replay")."""
-        return WATERMARKS.save(self._marks, ext, kind, generation, confirmed, counter)[1]
 
     def rebuild_prompt(self, ext: str) -> None:
         """The scheduler rebuilt the prompt: ``requests_num_chunks_sent.pop(ext)``."""
@@ -232,65 +248,89 @@ class GenerationPayloads(dict[str, Any]):
     clears. Reads need no fence: ``release`` removes the entry with its
     generation. The lifecycle calls name the sender generation they come
     from, so a late call of a reclaimed generation never reaches its successor.
+
+    A generation is its row of `REQUEST_STATES`, the machine tabulated
+    (`statecore.table`): one is opened per request, so an `Instance` each
+    would cost an object and a lock per request for a machine of six
+    snapshots. `lock` (the adapter's sender lock) serialises the fires: the
+    adapter holds it around ``open`` and ``release``; a write, a segment end
+    and a failure take it, so a write admitted by a live generation lands
+    before a ``release`` can pop it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, lock: threading.Lock | None = None) -> None:
         super().__init__()
-        self._states: dict[str, tuple[object, Instance]] = {}
+        self.lock = lock or threading.Lock()
+        self._generations: dict[str, list[Any]] = {}
+        """ext -> [the sender generation that opened it, its `Row`] (a list: fires move the row)."""
 
     # -- the lifecycle (called by the adapter) ------------------------------------
 
     def open(self, ext: str, owner: object) -> None:
-        """A new sender generation opened: a new request-state generation, no entry yet."""
+        """A new sender generation opened: a new request-state generation, no entry yet.
+
+        The adapter holds `lock`. A generation the id still had is released first.
+        """
         dict.pop(self, ext, None)  # `dict`'s own methods, named: cheaper than super()
-        old = self._states.get(ext)
+        old = self._generations.get(ext)
         if old is not None:
-            old[1].fire_prepared(_RELEASE)
-        self._states[ext] = (owner, Instance(REQUEST_STATE))
+            old[1] = old[1].edges[_RELEASE][1]
+        self._generations[ext] = [owner, REQUEST_STATES.initial]
 
     def complete_segment(self, ext: str, owner: object) -> None:
         """Segment-end post-processing: request-wide state is kept."""
-        self._fire(ext, owner, "complete_segment")
+        self._fire(ext, owner, _PAYLOAD_EVENTS["complete_segment"])
 
     def on_failure(self, ext: str, owner: object) -> None:
         """A send of the generation failed: the state is kept until cleanup."""
-        self._fire(ext, owner, "send_failed")
+        self._fire(ext, owner, _PAYLOAD_EVENTS["send_failed"])
 
     def release(self, ext: str) -> None:
-        """``_clear_sender_state_locked``: the generation is released with its entry."""
-        held = self._states.pop(ext, None)
+        """``_clear_sender_state_locked`` (the adapter holds `lock`): the generation is
+        released with its entry."""
+        held = self._generations.pop(ext, None)
         if held is not None:
-            held[1].fire_prepared(_RELEASE)
+            held[1] = held[1].edges[_RELEASE][1]
         dict.pop(self, ext, None)
 
     def status(self, ext: str) -> str | None:
         """The request-state generation's state (``open``, ``failed``), None if none lives."""
-        held = self._states.get(ext)
+        held = self._generations.get(ext)
         return None if held is None else held[1].state
 
-    def _fire(self, ext: str, owner: object, event: str) -> None:
-        held = self._states.get(ext)
-        if held is not None and held[0] is owner:
-            held[1].fire_prepared(_PAYLOAD_EVENTS[event])
+    def _fire(self, ext: str, owner: object, prepared: Prepared) -> None:
+        with self.lock:
+            held = self._generations.get(ext)
+            if held is not None and held[0] is owner:
+                held[1] = held[1].edges[prepared][1]
 
     # -- the dict the processors see --------------------------------------------------
 
     def _admits(self, ext: str) -> bool:
-        held = self._states.get(ext)
-        if held is not None and held[1].fire_prepared(_GET_OR_CREATE).status is ACCEPTED:
-            return True
+        """``get_or_create`` on the id's generation; the caller holds `lock`."""
+        held = self._generations.get(ext)
+        if held is not None:
+            outcome, held[1] = held[1].edges[_GET_OR_CREATE]
+            if outcome.status is ACCEPTED:
+                return True
         _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
         return False
 
     def __setitem__(self, ext: str, value: Any) -> None:
-        if self._admits(ext):
-            dict.__setitem__(self, ext, value)
+        with self.lock:
+            if self._admits(ext):
+                dict.__setitem__(self, ext, value)
 
     def setdefault(self, ext: str, default: Any = None) -> Any:
-        if ext in self:
-            return self[ext]
-        if self._admits(ext):
-            dict.__setitem__(self, ext, default)
+        try:
+            return self[ext]  # a read needs no fence
+        except KeyError:
+            pass
+        with self.lock:
+            if ext in self:
+                return self[ext]
+            if self._admits(ext):
+                dict.__setitem__(self, ext, default)
         return default
 
     def update(self, *args: Any, **kwargs: Any) -> None:
