@@ -480,12 +480,12 @@ class _Explorer:
         try:
             value, on_orbit = self.predicates.judge(predicate, node[0])
             if not on_orbit and self.guard is not None:
-                self.guard.check_value(
-                    f"{part} of property {prop.id!r}",
-                    self.predicates.on_image(predicate),
-                    value,
-                    self.guard.state_images(node),
-                )
+                what = f"{part} of property {prop.id!r}"
+                if self.predicates.is_plain(predicate):  # it reads a view: rename what it reads
+                    self.guard.check_value(what, predicate, value, self.guard.state_views(node))
+                else:
+                    images = self.guard.state_images(node)
+                    self.guard.check_value(what, self.predicates.on_image(predicate), value, images)
         except Asymmetry:
             raise
         except Exception as exc:

@@ -120,6 +120,10 @@ class PredicateCache:
         value: tuple[bool, bool] = node
         return value
 
+    def is_plain(self, predicate: Predicate) -> bool:
+        """Whether `predicate` is judged plainly, on a `StateView`, from now on."""
+        return self._roots.get(predicate) is _PLAIN
+
     def on_image(self, predicate: Predicate) -> Callable[[tuple[Any, ...]], bool]:
         """`predicate`'s truth value on an explorer node (a state and its monitor states)."""
         if self._roots.get(predicate) is _PLAIN:

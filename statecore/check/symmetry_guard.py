@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ..system import ActionLabel, ModelValue, System, SystemState
+from ..system import ActionLabel, ModelValue, StateView, System, SystemState
 from ..transaction import Front
+from .renamed_view import RenamedView
 from .stepcache import ActionFault, Run, run_attempt, typed
 from .symmetry import Canonicalizer, Renaming, rename, rename_state, renamings
 from .values import ValueRegistry
@@ -91,6 +92,8 @@ class SymmetryGuard:
         self._node_images: list[tuple[Renaming, Any]] = []
         self._state_imaged: Any = None  # the same for `state_images`
         self._state_images: list[tuple[Renaming, Any]] = []
+        self._state_viewed: Any = None  # and for `state_views`
+        self._state_views: list[tuple[Renaming, StateView[Any]]] = []
 
     # -- 1: the initial states ------------------------------------------------------
 
@@ -186,6 +189,20 @@ class SymmetryGuard:
             state = (node[0],)
             self._state_images = [(r, im) for r, im in self._images(state) if im != state]
         return self._state_images
+
+    def state_views(self, node: Any) -> list[tuple[Renaming, StateView[Any]]]:
+        """`node`'s system state under every renaming but the identity, as views that
+        rename only what is read (`RenamedView`): what a predicate judged plainly reads.
+
+        Unlike `state_images`, an image equal to the state is kept: it gives the state's value.
+        """
+        if node is not self._state_viewed:
+            self._state_viewed = node
+            state = node[0]
+            self._state_views = [
+                (plan.renaming, RenamedView(self.system, state, plan)) for plan in self._plans
+            ]
+        return self._state_views
 
     def check_value(
         self,

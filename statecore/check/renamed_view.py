@@ -1,0 +1,74 @@
+"""A state seen under a renaming of its ids, renaming only what a predicate reads.
+
+With symmetry reduction on, the guard judges each predicate the predicate
+memo cannot vouch for on every renaming of each new state: a predicate that
+tells symmetric ids apart must stop the search, not pass it
+(`statecore.check.symmetry_guard`). Building every renamed state renames each
+slot and global, while a predicate reads a few (a queue's length, the states
+of one component). A `RenamedView` is the `StateView` of the renamed state
+that renames on read: slot i of the renamed state is the plan's source slot,
+renamed; a global is the source's, renamed. Both go through the plan's own
+cached renames, so a predicate sees on the view exactly the values it would
+see on the renamed state (``tests/test_renamed_view.py`` compares every read
+on random symmetric systems). ``view.state`` builds the whole renamed state,
+for a predicate that reads it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from ..errors import ActionError
+from ..records import make_record
+from ..system import Slot, StateView, System, SystemState
+from .symmetry import _Plan
+
+__all__ = ["RenamedView"]
+
+_new = tuple.__new__
+
+
+class RenamedView(StateView[Any]):
+    """`StateView` of `source` renamed by `plan`, each read renamed as it is made."""
+
+    __slots__ = ("_plan", "_source")
+
+    def __init__(self, system: System, source: SystemState, plan: _Plan) -> None:
+        self.system = system
+        self._source = source
+        self._plan = plan
+        self._g = None
+
+    @property
+    def state(self) -> SystemState:  # type: ignore[override]
+        """The renamed state, built whole."""
+        plan, source = self._plan, self._source
+        values = tuple([plan.renamed(v) for v in source.values])
+        state: SystemState = _new(SystemState, (plan.slots(source.slots), values))
+        return state
+
+    @property
+    def g(self) -> Any:
+        """The renamed globals as the system's record type."""
+        found = self._g
+        if found is None:
+            record = self.system.record
+            if record is None:
+                raise ActionError(self.system._not_a_field("g"))
+            plan = self._plan
+            found = self._g = make_record(
+                record, tuple([plan.renamed(v) for v in self._source.values])
+            )
+        return found
+
+    def get(self, name: str) -> Any:
+        """The value of global `name`, renamed."""
+        return self._plan.renamed(self._source.values[self.system.global_index(name)])
+
+    def slot(self, component: str, key: Hashable) -> Slot:
+        """The slot of (`component`, `key`) in the renamed state."""
+        plan = self._plan
+        position = self.system.slot_index(component, key)
+        old = self._source.slots[plan.sources[position]]
+        return old if plan.plain[position] else plan.renamed(old)
