@@ -14,7 +14,9 @@ outcome `step` gives.
 not built with raises `FireError`, and a step that raises (an event whose
 policy is ``"error"`` fired where no transition takes it) raises it again.
 The table holds no lock: its rows never change once built, and the owner
-serialises its own fires. It takes no listeners, as `SerialInstance` takes none.
+serialises its own fires. It takes no listeners, as `SerialInstance` takes none,
+and `verify_memo` has nothing to re-check on it: each step was run twice when
+the table was built, and is never run again.
 """
 
 from __future__ import annotations
