@@ -26,7 +26,6 @@ from typing import Final
 
 from .definition import Machine, Snapshot
 from .errors import FireError, ImpureCallbackError, StatecoreError
-from .memo import same_types
 from .runtime import Prepared, impurity
 from .semantics import Outcome, check_fire, step
 
@@ -73,7 +72,8 @@ class Table:
         self.events: tuple[Prepared, ...] = tuple(dict.fromkeys(events))
         for prepared in self.events:
             _check_tabulable(machine, prepared)
-        self.rows: dict[Snapshot, Row] = {}
+        self.rows: dict[tuple[Snapshot, tuple[type, ...]], Row] = {}
+        """Every row, by its snapshot and the types of its values (`row_of`)."""
         self.initial = self._row(machine.initial_snap)
         frontier = [self.initial]
         while frontier:
@@ -82,8 +82,8 @@ class Table:
                 outcome = _twice(machine, row.snapshot, prepared)
                 if outcome is None:
                     continue  # the step raised: `fire` runs it again, so it raises the same
-                nxt = self.rows.get(outcome.snapshot)
-                if nxt is None or not same_types(nxt.snapshot, outcome.snapshot):
+                nxt = self.row_of(outcome.snapshot)
+                if nxt is None:
                     nxt = self._row(outcome.snapshot)
                     frontier.append(nxt)
                     if len(self.rows) > limit:
@@ -94,8 +94,16 @@ class Table:
                         )
                 row.edges[prepared] = (outcome, nxt)
 
+    def row_of(self, snapshot: Snapshot) -> Row | None:
+        """The row of `snapshot`, None if no event reaches it.
+
+        Rows are told apart by their values' types too, as `step` tells 1 from True
+        (a machine whose effects write outside its domains can make both).
+        """
+        return self.rows.get((snapshot, tuple(map(type, snapshot))))
+
     def _row(self, snapshot: Snapshot) -> Row:
-        row = self.rows[snapshot] = Row(snapshot)
+        row = self.rows[snapshot, tuple(map(type, snapshot))] = Row(snapshot)
         return row
 
     def fire(self, row: Row, prepared: Prepared) -> tuple[Outcome, Row]:

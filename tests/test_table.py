@@ -58,7 +58,7 @@ def test_a_table_fires_as_step_on_random_machines(data: st.DataObject) -> None:
         assert same(outcome, expected)
         assert row.snapshot == expected.snapshot
         assert tuple(map(type, row.snapshot)) == tuple(map(type, expected.snapshot))
-        assert table.rows[row.snapshot] is row  # one row per snapshot
+        assert table.row_of(row.snapshot) is row  # one row per snapshot
         snapshot = expected.snapshot
 
 
@@ -71,12 +71,13 @@ def test_every_row_is_reachable_and_every_edge_is_steps(machine: Machine) -> Non
         for values in _combinations(e)
     ]
     table = Table(machine, events)
-    assert set(table.rows) <= set(machine.reachable_snapshots)
-    for snapshot, row in table.rows.items():
+    assert {row.snapshot for row in table.rows.values()} <= set(machine.reachable_snapshots)
+    for row in table.rows.values():
+        snapshot = row.snapshot
         for event in events:
             outcome, nxt = row.edges[event]
             assert same(outcome, sc.step(machine, snapshot, event.event, dict(event.payload)))
-            assert nxt is table.rows[outcome.snapshot]
+            assert nxt is table.row_of(outcome.snapshot)
 
 
 def _combinations(event: Event) -> list[tuple[Any, ...]]:
@@ -198,3 +199,29 @@ def test_refusals_name_the_problem_and_the_fix() -> None:
     with pytest.raises(ValueError, match=r"more than 10 snapshots .* use an Instance"):
         Table(counter, [prepare(counter, "inc")], limit=10)
     assert len(Table(counter, [prepare(counter, "inc")]).rows) == 100
+
+
+def test_equal_snapshots_of_different_types_are_two_rows_and_the_table_is_finite() -> None:
+    # Effects writing outside the domain (unchecked past `check_limit`): 2 and 2.0 are equal
+    # snapshots that `step` tells apart, and each leads to the other.
+    with pytest.warns(UserWarning):
+        machine = Machine(
+            "aliases",
+            states=[State("a", initial=True), State("b")],
+            variables=[Var("x", (0, 1), 0)],
+            events=[Event("go"), Event("as_int"), Event("as_float")],
+            transitions=[
+                Transition("a", "go", "b", effect=lambda s, p: {"x": 1}),
+                Transition("b", "as_int", None, effect=lambda s, p: {"x": 2}),
+                Transition("b", "as_float", None, effect=lambda s, p: {"x": 2.0}),
+            ],
+            check_limit=1,
+        )
+    events = [prepare(machine, e) for e in ("go", "as_int", "as_float")]
+    table = Table(machine, events)
+    assert len(table.rows) == 4  # a, b with 1, b with 2, b with 2.0
+    _, b = table.fire(table.initial, events[0])
+    _, as_int = table.fire(b, events[1])
+    _, as_float = table.fire(as_int, events[2])
+    assert type(as_int.snapshot.x) is int and type(as_float.snapshot.x) is float
+    assert table.fire(as_float, events[1])[1] is as_int

@@ -8,10 +8,14 @@ slot and global, while a predicate reads a few (a queue's length, the states
 of one component). A `RenamedView` is the `StateView` of the renamed state
 that renames on read: slot i of the renamed state is the plan's source slot,
 renamed; a global is the source's, renamed. Both go through the plan's own
-cached renames, so a predicate sees on the view exactly the values it would
-see on the renamed state (``tests/test_renamed_view.py`` compares every read
-on random symmetric systems). ``view.state`` builds the whole renamed state,
-for a predicate that reads it directly.
+cached renames, so a predicate sees on the view exactly the values the
+canonicalizer's renamed state holds (`_Plan.apply`), and those of
+`rename_state` (``tests/test_renamed_view.py`` compares every read on random
+symmetric systems). The cache keys a plain tuple by its value, so equal
+tuples of unlike items ``(1, w)`` and ``(True, w)`` share a rename; a search
+that makes such values turns symmetry off before any view is judged
+(`statecore.check.values`). ``view.state`` builds the whole renamed state, for
+a predicate that reads it directly.
 """
 
 from __future__ import annotations
