@@ -355,6 +355,8 @@ def test_a_generation_is_a_row_of_the_request_state_table() -> None:
     assert {row.snapshot for row in REQUEST_STATES.rows.values()} <= set(
         REQUEST_STATES.machine.reachable_snapshots
     )
+    # The hot path looks each event up on the row (`row.edges[...]`): every row has them all.
+    assert all(set(row.edges) == set(REQUEST_STATES.events) for row in REQUEST_STATES.rows.values())
 
 
 # -- the call-site map (docs/checked-adapter.md) ------------------------------------------
