@@ -20,7 +20,8 @@ verified inside the ``chunk_transfer`` system:
 * `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
   can be written only while that id's ``request_state`` generation is live:
   a stale processor can never recreate state after cleanup, and a request
-  reusing the id starts with none.
+  reusing the id starts with none. Each generation is a row of the
+  ``request_state`` machine's table (`REQUEST_STATES`, `statecore.table`).
 
 `statecore.models.implementations.checked_chunk_transfer` builds the adapter
 on these. Only the standard library and statecore are used here, so this
