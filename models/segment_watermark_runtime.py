@@ -221,7 +221,7 @@ class WatermarkTable:
                 sent is not None,
                 kind,
                 counter,
-                has_expected and generation < expected,
+                has_expected and generation < expected,  # type: ignore[operator]  # not None
                 kind != SEGMENT_END and confirmed < (sent or 0),
             ]
         except (KeyError, TypeError):  # outside the declared domains: the machine says why
