@@ -422,8 +422,12 @@ class StateView(Generic[G]):
             record = self.system.record
             if record is None:
                 raise ActionError(self.system._not_a_field("g"))
-            found = self._g = make_record(record, self.state.values)
+            found = self._g = make_record(record, self._values())
         return found
+
+    def _values(self) -> tuple[Any, ...]:
+        """The globals' values, as `g` reads them (a renamed view renames only these)."""
+        return self.state.values
 
     def get(self, name: str) -> Any:
         """The value of global `name`."""

@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from ..errors import ActionError
-from ..records import make_record
 from ..system import Slot, StateView, System, SystemState
 from .symmetry import _Plan
 
@@ -47,24 +45,15 @@ class RenamedView(StateView[Any]):
     @property
     def state(self) -> SystemState:  # type: ignore[override]
         """The renamed state, built whole."""
-        plan, source = self._plan, self._source
-        values = tuple([plan.renamed(v) for v in source.values])
-        state: SystemState = _new(SystemState, (plan.slots(source.slots), values))
+        state: SystemState = _new(
+            SystemState, (self._plan.slots(self._source.slots), self._values())
+        )
         return state
 
-    @property
-    def g(self) -> Any:
-        """The renamed globals as the system's record type."""
-        found = self._g
-        if found is None:
-            record = self.system.record
-            if record is None:
-                raise ActionError(self.system._not_a_field("g"))
-            plan = self._plan
-            found = self._g = make_record(
-                record, tuple([plan.renamed(v) for v in self._source.values])
-            )
-        return found
+    def _values(self) -> tuple[Any, ...]:
+        """The renamed globals, without the slots (what ``view.g`` reads)."""
+        plan = self._plan
+        return tuple([plan.renamed(v) for v in self._source.values])
 
     def get(self, name: str) -> Any:
         """The value of global `name`, renamed."""
