@@ -169,7 +169,9 @@ def test_side_by_side_kills_the_workers_still_running_when_the_caller_stops(
     from statecore.cli.check_jobs import side_by_side
 
     def work(name: str) -> str:
-        (tmp_path / name).write_text(str(os.getpid()))
+        written = tmp_path / f"{name}.part"  # renamed whole: the file is never seen empty
+        written.write_text(str(os.getpid()))
+        written.replace(tmp_path / name)
         if name == "slow":
             time.sleep(120)
         return name

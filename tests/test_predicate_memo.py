@@ -24,7 +24,8 @@ from test_symmetry_soundness import W0, W1, WORKERS, workers
 from statecore.check import explore as explore_module
 from statecore.check import predicates as predicates_module
 from statecore.check.explore import HOLDS, VIOLATED, explore
-from statecore.check.predicates import PredicateCache, PredicateNotDeterministic
+from statecore.check.predicates import Judgement, PredicateCache, PredicateNotDeterministic
+from statecore.check.stepcache import typed
 from statecore.check.symmetry import Canonicalizer, rename_state
 from statecore.check.symmetry_guard import Asymmetry, SymmetryGuard
 from statecore.errors import PropertyRaisedError
@@ -69,10 +70,11 @@ def guard_of(system: System) -> SymmetryGuard | None:
 
 def assert_agrees(system: System, cache: PredicateCache, guard: SymmetryGuard | None) -> None:
     states = reachable(system)
-    for state, predicate in itertools.product(states, predicates_of(system)):
+    flats = [state[0] + state[1] for state in states]
+    for (state, flat), predicate in itertools.product(zip(states, flats), predicates_of(system)):
         expected = plain(system, predicate, state)
         try:
-            value, on_orbit = cache.judge(predicate, state)
+            value, on_orbit, decided_by = cache.judge(predicate, state)
         except Asymmetry:  # then some renaming of this state must really differ
             assert guard is not None
             assert any(
@@ -81,6 +83,11 @@ def assert_agrees(system: System, cache: PredicateCache, guard: SymmetryGuard | 
             )
             return
         assert value == expected
+        if decided_by != -1:  # every state equal there has the value (the explorer reuses it)
+            where = [p for p in range(len(flat)) if decided_by >> p & 1]
+            for other, other_flat in zip(states, flats):
+                if all(typed(flat[p]) == typed(other_flat[p]) for p in where):
+                    assert plain(system, predicate, other) == value
         if on_orbit:
             assert guard is not None
             for renaming in guard.renamings:
@@ -114,11 +121,11 @@ def test_a_predicate_is_run_only_to_learn_a_path() -> None:
     states = reachable(system)
     cache = PredicateCache(system)
     for state in states:
-        assert cache.judge(busy_at_most_two, state) == (True, False)
+        assert cache.judge(busy_at_most_two, state)[:2] == (True, False)
     assert len(calls) == 3 * len({s.slots for s in states})  # it reads the workers' slots
     learned = len(calls)
     for state in states * 2:
-        assert cache.judge(busy_at_most_two, state) == (True, False)
+        assert cache.judge(busy_at_most_two, state)[:2] == (True, False)
     assert len(calls) == learned
 
 
@@ -157,7 +164,7 @@ def test_a_predicate_that_reads_elsewhere_under_a_renaming_is_checked_state_by_s
     busy_first = next(
         s for s in reachable(system) if StateView(system, s).snapshot("worker", W0).state == "busy"
     )
-    assert cache.judge(one_busy, busy_first) == (True, False)
+    assert cache.judge(one_busy, busy_first)[:2] == (True, False)
 
 
 def test_an_asymmetric_predicate_is_caught_when_its_path_is_learned() -> None:
@@ -201,7 +208,7 @@ def test_a_predicate_that_tells_the_logging_view_apart_is_judged_plainly() -> No
         return type(v.state.slots) is tuple
 
     cache = PredicateCache(system)
-    assert all(cache.judge(plain_tuples, s) == (True, False) for s in states)
+    assert all(cache.judge(plain_tuples, s) == (True, False, -1) for s in states)
 
 
 def test_a_predicate_that_is_not_deterministic_stops_the_search() -> None:
@@ -226,7 +233,7 @@ def test_a_predicate_with_a_new_path_on_most_states_is_judged_plainly(
     system = System("count", components=[], actions=[], globals=[Global("counter", 0)])
     cache = PredicateCache(system)
     for n in range(40):
-        assert cache.judge(first_is_set, SystemState((), (n,))) == (True, False)
+        assert cache.judge(first_is_set, SystemState((), (n,)))[:2] == (True, False)
     # Learning the first eight costs three judgements each; plainly, one each.
     assert len(calls) == 3 * 8 + (40 - 8)
 
@@ -261,8 +268,8 @@ class PlainJudge(PredicateCache):
     """Every predicate judged plainly, every value checked state by state: the explorer
     as it was before the memo."""
 
-    def judge(self, predicate: Predicate, state: SystemState) -> tuple[bool, bool]:
-        return plain(self.system, predicate, state), False
+    def judge(self, predicate: Predicate, state: SystemState) -> Judgement:
+        return plain(self.system, predicate, state), False, -1
 
     def on_image(self, predicate: Predicate) -> Callable[[tuple[Any, ...]], bool]:
         return lambda node: plain(self.system, predicate, node[0])

@@ -19,7 +19,7 @@ from system_strategies import WITH_FIXTURE, SystemSpec, build_system, systems
 
 from statecore.check import explore as explore_module
 from statecore.check.explore import Report, explore
-from statecore.check.stepcache import Hint, SuccessorCache
+from statecore.check.stepcache import Hint, Ids, SuccessorCache, ValueIds
 from statecore.registry import bundled
 from statecore.system import System, SystemState
 
@@ -33,14 +33,25 @@ def hinted_closure(system: System, limit: int) -> int:
     queue: list[tuple[SystemState, Hint | None]] = [(s, None) for s in system.init_states()]
     seen = {state for state, _ in queue}
     for state, hint in queue:
-        steps, ends, writes = cache.expand(state, hint)
-        assert steps == system.successors(state)
-        assert len(ends) == len(system.attempts)
-        for step, wrote in zip(steps, writes):
+        expansion = cache.expand(state, hint)
+        assert expansion.steps == system.successors(state)
+        assert len(expansion.ends) == len(system.attempts)
+        assert_ids_of(cache.ids, state, expansion.ids)
+        for number, step in enumerate(expansion.steps):
             if step.state not in seen and len(seen) < limit:
                 seen.add(step.state)
-                queue.append((step.state, (ends, wrote)))
+                queue.append((step.state, expansion.hint(number)))
     return len(queue)
+
+
+def assert_ids_of(ids: ValueIds, state: SystemState, found: Ids) -> None:
+    """Each id a state's expansion worked out or took from its parent is the id of the
+    value there."""
+    flat = state[0] + state[1]
+    assert len(found) == len(flat)
+    for position, value_id in enumerate(found):
+        if value_id is not None:
+            assert value_id == ids(flat[position]), position
 
 
 def figures(report: Report) -> Any:

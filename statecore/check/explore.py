@@ -34,11 +34,10 @@ import time
 from collections import Counter
 from collections import _count_elements as _count  # type: ignore[attr-defined]
 from collections.abc import Callable, Hashable
-from typing import Any
 
 from ..errors import ActionRaisedError, ModelError
 from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
-from ..system import ActionLabel, Emitted, StateView, System, SystemStep, TakenTransition
+from ..system import ActionLabel, System, SystemStep, TakenTransition
 from ..traces.judge import (
     HOLDS,
     INVARIANT_FALSE,
@@ -46,7 +45,6 @@ from ..traces.judge import (
     UNKNOWN,
     VACUOUS,
     VIOLATED,
-    advance_monitors,
     at_rest,
     eventually_false,
     hot_monitor,
@@ -56,15 +54,16 @@ from ..traces.judge import (
 from ..traces.trace import Trace
 from . import plain as _plain
 from . import results as _results
-from .counterexample import Node, PropertyFault, action_error, property_error, rebuild, router_fault
+from .counterexample import Node, PropertyFault, action_error, property_error, rebuild
 from .fingerprints import FingerprintStore, store_notes
-from .frontier import Level, Parts, new_level
+from .frontier import Level, NodeHint, Parts, new_level
 from .memory import resident_memory
+from .monitor_steps import MonitorSteps
 from .parallel import parallel_search
-from .predicates import PredicateCache, predicate_names
+from .predicates import Judgement, Judgements, Predicate, PredicateCache, predicate_names
 from .reduction import Footprints, Reducer, search
 from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
-from .stepcache import ActionFault, Hint, SuccessorCache
+from .stepcache import ActionFault, Expansion, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
 from .symmetry_guard import Asymmetry, SymmetryGuard
 from .values import NotInterchangeable
@@ -86,7 +85,6 @@ __all__ = [
 ]
 
 
-_MONITOR_CACHE = 1 << 16  # monitor steps remembered at most
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 
 
@@ -163,13 +161,16 @@ class _Explorer:
         self.canonicalizer = Canonicalizer(system)
         self.symmetry = symmetry and self.canonicalizer.active
         self.guard = SymmetryGuard(system, self.canonicalizer) if self.symmetry else None
-        self.predicates = PredicateCache(system, self.guard, predicate_names(self.props))
+        self.monitor_steps = MonitorSteps(self.monitors, self.guard)
         verify = self.guard.check_run if self.guard is not None else None
         self.por = None if footprints is None else Reducer(system, footprints)
         if self.por is not None:  # its memo learns what each action reads and writes
             self.successors = self.por.successors(verify)
         else:
             self.successors = SuccessorCache(system, verify=verify)
+        # One set of value ids: a hint's ids (`SuccessorCache.expand`) serve the predicates too.
+        names = predicate_names(self.props)
+        self.predicates = PredicateCache(system, self.guard, names, ids=self.successors.ids)
         self.values = self.successors.values  # every value the search makes (initial, learned)
         if self.guard is not None:
             self.guard.values = self.values
@@ -181,7 +182,9 @@ class _Explorer:
         self.progress = progress
         self.parents: dict[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
         if fingerprints:
-            self.parents = FingerprintStore(system, fingerprints, self._canon, self._step_monitors)
+            self.parents = FingerprintStore(
+                system, fingerprints, self._canon, self.monitor_steps.step
+            )
         # Levels packed with fingerprints (`frontier`), not under POR (its proviso reads them).
         packed = fingerprints and self.por is None
         self.parts = Parts.of(system, len(self.monitors)) if packed else None
@@ -192,10 +195,6 @@ class _Explorer:
         self.refusals: dict[str, tuple[Property, Node, ActionLabel, str]] = {}
         # Transitions taken, counted per step's tuple of them (see `_coverage`).
         self.taken: Counter[tuple[TakenTransition, ...]] = Counter()
-        self.monitor_steps: dict[
-            tuple[tuple[MonitorState, ...], tuple[Emitted, ...]],
-            tuple[tuple[MonitorState, ...], list[tuple[Property, str]]],
-        ] = {}
         self.transitions = 0
         self.depth = 0
         self.complete = True  # False once max_states turned a new state away
@@ -221,10 +220,10 @@ class _Explorer:
         self.last_report = start
         depth = 0
         walks = self.hinted
-        hints: list[Hint | None] | None = [None] * len(level) if walks else None
+        hints: list[NodeHint | None] | None = [None] * len(level) if walks else None
         while level:
             deeper = new_level(self.parts)
-            deeper_hints: list[Hint | None] | None = [] if walks else None
+            deeper_hints: list[NodeHint | None] | None = [] if walks else None
             if not self._expand_level(level, depth, deeper, start, hints, deeper_hints):
                 break
             if not deeper:
@@ -273,8 +272,8 @@ class _Explorer:
         depth: int,
         deeper: Level,
         start: float,
-        hints: list[Hint | None] | None = None,
-        deeper_hints: list[Hint | None] | None = None,
+        hints: list[NodeHint | None] | None = None,
+        deeper_hints: list[NodeHint | None] | None = None,
     ) -> bool:
         """Expand `level` into `deeper` (their hints: `hints`, `deeper_hints`); False: stop."""
         for index, node in enumerate(level):
@@ -297,16 +296,20 @@ class _Explorer:
         self,
         node: Node,
         deeper: Level,
-        hint: Hint | None = None,
-        deeper_hints: list[Hint | None] | None = None,
+        hint: NodeHint | None = None,
+        deeper_hints: list[NodeHint | None] | None = None,
     ) -> None:
         """Judge `node` where it rests, and queue its new successors in `deeper`. With
         `deeper_hints` (see `hinted`), `hint` is `node`'s, and each successor queued has its own
         put in `deeper_hints`."""
+        expansion: Expansion | None = None
+        walk, judged = (None, None) if hint is None else hint
+        queued = [] if deeper_hints is None else deeper_hints
         try:
             if deeper_hints is not None:
                 assert isinstance(self.successors, SuccessorCache)
-                steps, ends, writes = self.successors.expand(node[0], hint)
+                expansion = self.successors.expand(node[0], walk)
+                steps = expansion.steps
             else:
                 steps = self.successors(node[0])
         except ActionFault as fault:
@@ -347,12 +350,16 @@ class _Explorer:
             else:
                 parents[nxt] = entry
             deeper.append(nxt)
-            if deeper_hints is not None:
-                # A renamed node's positions moved: its successors are walked afresh.
-                same = canon is None or nxt is seen_as
-                deeper_hints.append((ends, writes[number]) if same else None)
-            if self.state_props:
-                self._check_state(nxt)
+            if expansion is None:
+                if self.state_props:
+                    self._check_state(nxt)
+            elif canon is None or nxt is seen_as:
+                walked = expansion.hint(number)
+                self.predicates.focus(step_.state, walked[2])
+                judgements = self._check_state(nxt, judged, walked[1]) if self.state_props else None
+                queued.append((walked, judgements))
+            else:  # a renamed node's positions moved: it is walked and judged afresh
+                queued.append((None, self._check_state(nxt) if self.state_props else None))
 
     def _done(self) -> bool:
         return self.stop_on_violation and self.violated
@@ -368,21 +375,14 @@ class _Explorer:
         return self.canonicalizer(node) if self.symmetry else node
 
     def _advance_monitors(self, node: Node, step_: SystemStep) -> tuple[MonitorState, ...]:
-        """The monitor states after `step_`, holding back any refusal (see `_commit_refusals`).
-
-        Stepping the monitors is pure, so it is cached on the monitor states
-        and the step's outputs.
-        """
+        """The monitor states after `step_`, holding back any refusal (see `_commit_refusals`)."""
         monitors: tuple[MonitorState, ...] = node[1:]
         if not step_.outputs:
             return monitors
-        key = (monitors, step_.outputs)
-        found = self.monitor_steps.get(key)
-        if found is None:
-            if len(self.monitor_steps) >= _MONITOR_CACHE:
-                self.monitor_steps.clear()
-            found = self.monitor_steps[key] = self._monitor_step(node, monitors, step_)
-        after, refusals = found
+        try:
+            after, refusals = self.monitor_steps.remembered(monitors, step_.outputs)
+        except PropertyFault as fault:
+            raise self._property_error(fault, node, step_.action) from fault.cause
         for prop, detail in refusals:
             if prop.id not in self.results:
                 self.refusals.setdefault(prop.id, (prop, node, step_.action, detail))
@@ -401,42 +401,6 @@ class _Explorer:
             self._violate(prop, node, action, detail)
         self.refusals.clear()
 
-    def _monitor_step(
-        self, node: Node, monitors: tuple[MonitorState, ...], step_: SystemStep
-    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
-        """`_step_monitors`, checked for symmetry, with a raising router reported on `node`."""
-        try:
-            after, refusals = self._step_monitors(monitors, step_.outputs)
-            if self.guard is not None:
-                self.guard.check_monitor_step(
-                    self.monitor_ids,
-                    monitors,
-                    step_.outputs,
-                    after,
-                    tuple(p.id for p, _ in refusals),
-                    self._refused_ids,
-                )
-        except PropertyFault as fault:
-            raise self._property_error(fault, node, step_.action) from fault.cause
-        return after, refusals
-
-    def _refused_ids(
-        self, monitors: tuple[Hashable, ...], outputs: tuple[Hashable, ...]
-    ) -> tuple[tuple[Hashable, ...], tuple[str, ...]]:
-        after, refusals = self._step_monitors(monitors, outputs)  # type: ignore[arg-type]
-        return after, tuple(p.id for p, _ in refusals)
-
-    def _step_monitors(
-        self, monitors: tuple[MonitorState, ...], outputs: tuple[Emitted, ...]
-    ) -> tuple[tuple[MonitorState, ...], list[tuple[Property, str]]]:
-        """Feed a step's outputs to every monitor: the new monitor states and refusals.
-
-        A refused output leaves its monitor where it was, so the search goes on
-        past a monitor violation: the system state is reachable all the same,
-        and the other properties must still be judged there.
-        """
-        return advance_monitors(self.monitors, monitors, outputs, router_fault)
-
     # -- judging ---------------------------------------------------------------
 
     def _undecided_state_props(self) -> list[Property]:
@@ -449,48 +413,65 @@ class _Explorer:
         self.violated = self.violated or result.verdict == VIOLATED
         self.state_props = self._undecided_state_props()  # to judge in each new state
 
-    def _check_state(self, node: Node) -> None:
+    def _check_state(
+        self, node: Node, before: Judgements | None = None, wrote: int = -1
+    ) -> Judgements:
+        """Judge the undecided state properties at `node`; what decided each predicate.
+
+        `before` is that of the node `node` was reached from, by a step that wrote the
+        positions `wrote`: a judgement decided elsewhere stands (`Judgement`), unless it
+        is not known on the whole orbit and symmetry is on (the guard checks each state).
+        """
+        judged: Judgements = {}
+        unguarded = self.guard is None
         for prop in self.state_props:
             assert prop.predicate is not None
             if prop.id in self.results:  # settled earlier in this loop
                 continue
-            if prop.kind == "always":
-                if prop.when is not None:
-                    if not self._holds(prop, "its condition", prop.when, node):
-                        continue
-                    self.when_seen.add(prop.id)
-                if not self._holds(prop, "its predicate", prop.predicate, node):
-                    self._violate(prop, node, None, INVARIANT_FALSE)
-            elif self._holds(prop, "its predicate", prop.predicate, node):
+            always, when, predicate = prop.kind == "always", prop.when, prop.predicate
+            if always and when is not None:
+                found = None if before is None else before.get(when)
+                if found is None or found[2] & wrote or not (found[1] or unguarded):
+                    found = self._judge(prop, "its condition", when, node)
+                judged[when] = found
+                if not found[0]:
+                    continue
+                self.when_seen.add(prop.id)
+            found = None if before is None else before.get(predicate)
+            if found is None or found[2] & wrote or not (found[1] or unguarded):
+                found = self._judge(prop, "its predicate", predicate, node)
+            judged[predicate] = found
+            if always and not found[0]:
+                self._violate(prop, node, None, INVARIANT_FALSE)
+            elif not always and found[0]:
                 trace = self._trace(node, None, prop, "witness", REACHED)
                 self._settle(PropertyResult(prop, HOLDS, trace, REACHED))
+        return judged
 
-    def _holds(
-        self,
-        prop: Property,
-        part: str,
-        predicate: Callable[[StateView[Any]], bool],
-        node: Node,
-    ) -> bool:
-        """`predicate` at `node`, the same on every renaming of it when symmetry is on.
+    def _judge(self, prop: Property, part: str, predicate: Predicate, node: Node) -> Judgement:
+        """`predicate` at `node`, checked on every renaming of it when symmetry is on.
 
         The predicate memo knows the renamings of most states' values already
-        (`statecore.check.predicates`); the others are judged here.
+        (`statecore.check.predicates`); the others are checked here.
         """
         try:
-            value, on_orbit = self.predicates.judge(predicate, node[0])
-            if not on_orbit and self.guard is not None:
-                what = f"{part} of property {prop.id!r}"
-                if self.predicates.is_plain(predicate):  # it reads a view: rename what it reads
-                    self.guard.check_value(what, predicate, value, self.guard.state_views(node))
-                else:
-                    images = self.guard.state_images(node)
-                    self.guard.check_value(what, self.predicates.on_image(predicate), value, images)
+            judgement = self.predicates.judge(predicate, node[0])
+            if not judgement[1] and self.guard is not None:
+                self._check_orbit(f"{part} of property {prop.id!r}", predicate, node, judgement[0])
         except Asymmetry:
             raise
         except Exception as exc:
             raise self._property_error(PropertyFault(prop, part, exc), node, None) from exc
-        return value
+        return judgement
+
+    def _check_orbit(self, what: str, predicate: Predicate, node: Node, value: bool) -> None:
+        """Check that `predicate` is `value` on every renaming of `node` (symmetry's guard)."""
+        assert self.guard is not None
+        if self.predicates.is_plain(predicate):  # it reads a view: rename what it reads
+            self.guard.check_value(what, predicate, value, self.guard.state_views(node))
+        else:
+            images = self.guard.state_images(node)
+            self.guard.check_value(what, self.predicates.on_image(predicate), value, images)
 
     def _check_quiescent(self, node: Node, deadlock: bool) -> None:
         self.quiescent_seen = True
@@ -500,7 +481,7 @@ class _Explorer:
                 continue
             if prop.kind == "eventually":
                 assert prop.predicate is not None
-                if not self._holds(prop, "its predicate", prop.predicate, node):
+                if not self._judge(prop, "its predicate", prop.predicate, node)[0]:
                     self._violate(prop, node, None, eventually_false(where))
             elif prop.kind == "monitor":
                 index = 1 + self.monitors.index(prop)
@@ -550,7 +531,7 @@ class _Explorer:
         if isinstance(parents, FingerprintStore):
             parents = parents.path_to(node)
         steps = rebuild(
-            self.system, parents, node, last, self._canon, self.group, self._step_monitors
+            self.system, parents, node, last, self._canon, self.group, self.monitor_steps.step
         )
         if prop is None:
             return Trace(self.system.name, tuple(steps), "", verdict, detail)

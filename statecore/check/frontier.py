@@ -26,11 +26,18 @@ from itertools import islice
 from typing import Any
 
 from ..system import System, SystemState
+from .predicates import Judgements
+from .stepcache import Hint
 from .values import alike, strict
 
-__all__ = ["Frontier", "Level", "Outgoing", "Parts", "new_level"]
+__all__ = ["Frontier", "Level", "NodeHint", "Outgoing", "Parts", "new_level"]
 
 Node = tuple[Any, ...]
+
+NodeHint = tuple[Hint | None, Judgements | None]
+"""What an unpacked level keeps beside each node, for its expansion to start from: its walks'
+hint (`statecore.check.stepcache.SuccessorCache.expand`) and what decided each predicate judged
+on it (`statecore.check.predicates.Judgements`); each None where not known."""
 
 _NARROW = 0xFFFF  # the largest number two bytes hold
 _KEPT = 1 << 17  # parts remembered by identity at most

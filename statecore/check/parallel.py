@@ -134,7 +134,7 @@ class ParallelSearch:
             self.stable_routes,
         )
         self.replayer = FingerprintStore(
-            system, fingerprints or 64, self.judge._canon, self.judge._step_monitors
+            system, fingerprints or 64, self.judge._canon, self.judge.monitor_steps.step
         )
         if not fingerprints and not self.stable_routes:
             self.replayer.fingerprint = process_hash

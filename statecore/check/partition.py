@@ -30,8 +30,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
-from .frontier import Level, Outgoing, Parts, new_level
-from .stepcache import Hint
+from .frontier import Level, NodeHint, Outgoing, Parts, new_level
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -257,7 +256,7 @@ class Share:
             plan.system,
             plan.fingerprints or 64,
             self.explorer._canon,
-            self.explorer._step_monitors,
+            self.explorer.monitor_steps.step,
             partition=me,
             partitions=plan.workers,
         )
@@ -274,7 +273,7 @@ class Share:
         # Their hints (`SuccessorCache.expand`, where the explorer keeps them): a node this worker
         # reached from its own parent walks again only for the actions the step changed; one sent
         # by another worker has none.
-        self.hints: list[Hint | None] | None = None
+        self.hints: list[NodeHint | None] | None = None
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
 
@@ -307,7 +306,7 @@ class Share:
         deeper: Level = new_level(explorer.parts)
         walks = explorer.hinted
         hints = self.hints
-        deeper_hints: list[Hint | None] | None = [] if walks else None
+        deeper_hints: list[NodeHint | None] | None = [] if walks else None
         current: Node | None = None
         stage = "init"
         try:

@@ -41,7 +41,7 @@ def without_memos(explorer: E) -> E:
     search.successors = SuccessorCache(system, max_nodes=0)  # runs, remembers nothing
     search.successors.values = search.values = _Unchecked()
     search.predicates = _PlainPredicates(system)
-    search.monitor_steps = _Forgotten()
+    search.monitor_steps.known = _Forgotten()
     return explorer
 
 
@@ -56,7 +56,7 @@ class _PlainPredicates(PredicateCache):
     """Each predicate judged on the state itself."""
 
     def judge(self, predicate: Callable[[StateView[Any]], object], state: SystemState) -> Any:
-        return bool(predicate(StateView(self.system, state))), False
+        return bool(predicate(StateView(self.system, state))), False, -1  # decided by all
 
 
 class _Forgotten(dict[Any, Any]):

@@ -35,6 +35,12 @@ The premise is checked where it costs least, on each path learned:
   learned costs three judgements, and with symmetry its orbit check costs
   about what checking a plainly judged state on its renamings does).
 
+A judgement is the leaf its walk ended at, and says which positions decided it
+(`Judgement`). A successor that differs from its parent only where its step
+wrote, none of them among those positions, would walk to the same leaf, so the
+explorer gives it its parent's judgement without a walk (with symmetry, only a
+judgement known on the whole orbit: the guard checks each state of the others).
+
 With symmetry reduction, `statecore.check.symmetry_guard` needs each predicate
 to have one value on a whole orbit. Judged plainly, that is checked on every
 renaming of every state. A learned path is checked once instead: each
@@ -52,15 +58,31 @@ from typing import Any
 from ..properties import Property
 from ..system import StateView, System, SystemState
 from .reads import Reads, reads_of
-from .stepcache import _UNKNOWN, _Node, _Probe, add_path
+from .stepcache import _UNKNOWN, Ids, ValueIds, _mask, _Node, _position, _Probe, add_path
 from .symmetry_guard import SymmetryGuard
 
-__all__ = ["PredicateCache", "PredicateNotDeterministic", "predicate_names"]
+__all__ = [
+    "Judgement",
+    "Judgements",
+    "Predicate",
+    "PredicateCache",
+    "PredicateNotDeterministic",
+    "predicate_names",
+]
 
 Predicate = Callable[[StateView[Any]], object]
 
-# Leaves: (value, checked on the orbit).
-_LEAVES = {(v, c): (v, c) for v in (False, True) for c in (False, True)}
+Judgement = tuple[bool, bool, int]
+"""A predicate's value on a state, whether it is known to be the same on the whole orbit, and
+the bit mask of the flat positions (`statecore.check.stepcache`) that decided it (-1: not
+known, as for a predicate judged plainly). It is the leaf of the path the judgement took, so a
+successor that differs from the state only where its step wrote, outside the mask, has it too."""
+
+Judgements = dict[Predicate, Judgement]
+"""What decided each predicate judged on a state (`statecore.check.explore` keeps a node's, to
+judge its successors by)."""
+
+_PLAINLY: dict[bool, Judgement] = {v: (v, False, -1) for v in (False, True)}  # judged plainly
 
 _WINDOW = 4096  # judgements of a predicate over which its learning cost is weighed
 _PLAIN = object()  # the root of a predicate judged plainly
@@ -73,9 +95,9 @@ class PredicateNotDeterministic(Exception):
 class PredicateCache:
     """Judges predicates on states, memoised per predicate on the locations it reads.
 
-    `judge` gives the value and whether it is known to be the same on every
-    renaming of the state (always False without a `guard`). `names` says how
-    the guard's report names each predicate.
+    `judge` gives the value, whether it is known to be the same on every
+    renaming of the state (always False without a `guard`) and what decided it
+    (`Judgement`). `names` says how the guard's report names each predicate.
     """
 
     def __init__(
@@ -84,8 +106,10 @@ class PredicateCache:
         guard: SymmetryGuard | None = None,
         names: dict[Predicate, str] | None = None,
         max_nodes: int = 1 << 20,
+        ids: ValueIds | None = None,
     ) -> None:
         self.system = system
+        self.ids = ValueIds() if ids is None else ids  # what the trees branch on
         self._names = names or {}  # how an error names a predicate
         self._guard = guard
         self._slots = len(system.slot_keys())
@@ -93,31 +117,41 @@ class PredicateCache:
         self._counts: dict[Predicate, list[int]] = {}  # [judged, learned] in this window
         self._room = max_nodes
         self._keys: dict[Any, Any] = {}  # the trees' branch keys (`add_path`)
+        self._leaves: dict[Judgement, Judgement] = {}  # one object per distinct leaf
         self._last: SystemState | None = None  # the state last judged, and for it:
         self._flat: tuple[Any, ...] | None = None  # its slots and globals in one tuple
+        self._ids: Ids = []  # their ids, as far as worked out
         self._view: StateView[Any] | None = None  # a plain view
 
-    def judge(self, predicate: Predicate, state: SystemState) -> tuple[bool, bool]:
-        """`predicate` on `state` (as a truth value), and whether it holds on the whole orbit."""
+    def focus(self, state: SystemState, ids: Ids) -> None:
+        """Judge `state` next, whose ids (of `self.ids`) are known as far as `ids` goes."""
+        self._last, self._flat, self._ids, self._view = state, None, ids, None
+
+    def judge(self, predicate: Predicate, state: SystemState) -> Judgement:
+        """`predicate` on `state` (as a truth value), whether that holds on the whole orbit,
+        and the positions that decided it (`Judgement`)."""
         if state is not self._last:  # what judging `state` needs, made once for all predicates
-            self._last, self._flat, self._view = state, None, None
+            self.focus(state, self.ids.blank(state))
         node = self._roots.get(predicate, _UNKNOWN)
         if node is _PLAIN:
             view = self._view
             if view is None:
                 view = self._view = StateView(self.system, state)
-            return bool(predicate(view)), False
-        flat = self._flat
-        if flat is None:
-            flat = self._flat = state[0] + state[1]
+            return _PLAINLY[bool(predicate(view))]
+        ids = self._ids
         while type(node) is _Probe:
-            read = flat[node.position]
-            node = node.branches.get((type(read), read), _UNKNOWN)
+            key = ids[node.position]
+            if key is None:
+                flat = self._flat
+                if flat is None:
+                    flat = self._flat = state[0] + state[1]
+                key = ids[node.position] = self.ids(flat[node.position])
+            node = node.branches.get(key, _UNKNOWN)
         counts = self._counts.setdefault(predicate, [0, 0])
         counts[0] += 1
         if node is _UNKNOWN:
             return self._learn(predicate, state, counts)
-        value: tuple[bool, bool] = node
+        value: Judgement = node
         return value
 
     def is_plain(self, predicate: Predicate) -> bool:
@@ -132,9 +166,7 @@ class PredicateCache:
         judge = self.judge
         return lambda node: judge(predicate, node[0])[0]
 
-    def _learn(
-        self, predicate: Predicate, state: SystemState, counts: list[int]
-    ) -> tuple[bool, bool]:
+    def _learn(self, predicate: Predicate, state: SystemState, counts: list[int]) -> Judgement:
         """Judge `predicate` on `state` three times (see the module doc) and remember the path."""
         system = self.system
         plain = bool(predicate(StateView(system, state)))
@@ -163,23 +195,24 @@ class PredicateCache:
             reads,
             value,
         )
-        leaf: tuple[bool, bool] = _LEAVES[value, checked]
+        judged = (value, checked, _mask([_position(i, self._slots) for i, _ in reads]))
+        leaf = self._leaves.setdefault(judged, judged)
         if self._room > 0:
             self._grow(predicate, reads, leaf)
         return leaf
 
-    def _grow(self, predicate: Predicate, reads: Reads, leaf: tuple[bool, bool]) -> None:
+    def _grow(self, predicate: Predicate, reads: Reads, leaf: Judgement) -> None:
         """Add the path `reads` -> `leaf`, unless it disagrees with the tree (module doc)."""
         root: _Node = self._roots.get(predicate, _UNKNOWN)
-        grown = add_path(root, reads, leaf, self._slots, self._keys)  # type: ignore[arg-type]
+        grown = add_path(root, reads, leaf, self._slots, self._keys, self.ids)  # type: ignore[arg-type]
         if grown is not None:
             self._roots[predicate], added = grown
             self._room -= added
 
-    def _plainly(self, predicate: Predicate, value: bool) -> tuple[bool, bool]:
+    def _plainly(self, predicate: Predicate, value: bool) -> Judgement:
         """Judge `predicate` plainly from now on; `value` is its value on this state."""
         self._roots[predicate] = _PLAIN
-        return value, False
+        return _PLAINLY[value]
 
 
 def predicate_names(props: tuple[Property, ...]) -> dict[Predicate, str]:

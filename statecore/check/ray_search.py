@@ -261,7 +261,7 @@ class _Actor:
             last,
             explorer._canon,
             explorer.group,
-            explorer._step_monitors,
+            explorer.monitor_steps.step,
         )
         root = store.fingerprint((steps[0].state, *(EMPTY_MONITOR for _ in explorer.monitors)))
         return root, [store.action_of(step.action) for step in steps[1:] if step.action is not None]
@@ -302,7 +302,7 @@ class RaySearch(ParallelSearch):
         self.judge = _Explorer(system, properties, False, None, None, False, None)
         self.decode = Codec(system).loads
         self.replayer = FingerprintStore(
-            system, self.fingerprints or 64, self.judge._canon, self.judge._step_monitors
+            system, self.fingerprints or 64, self.judge._canon, self.judge.monitor_steps.step
         )
 
     def _start(self) -> None:

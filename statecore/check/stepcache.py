@@ -17,6 +17,13 @@ A state and the one it was reached from differ only where the step wrote, so
 (its leaf, with the positions its path read) and walks again only the attempts
 that read a position the step wrote; the others end where they ended.
 
+A tree branches on a value's id (`ValueIds`), a small int that equal values
+share, not on the value: a slot or a record is a tuple, and Python hashes a
+tuple anew each time it is looked up, all the way down. A state's ids are
+worked out once, each where a walk first reads it, and a successor takes its
+parent's: only the positions the step wrote get new ones, which the leaf
+knows (it wrote the same objects every time), but for a FIFO edited in place.
+
 Values are told apart by their type and equality (`typed`): ``1`` and
 ``True`` are equal, but an action may tell them apart. Inside a container
 they are told apart by equality alone (``frozenset({1})`` is
@@ -108,20 +115,55 @@ def run_attempt(system: System, index: int, state: SystemState) -> Run:
 Verify = Callable[[int, SystemState, Run], None]
 
 
+class ValueIds:
+    """Small ints for the values a tree branches on: two values share an id exactly when
+    their `typed` keys are equal, so a probe hashes an int, not a nest of tuples.
+
+    Ids live as long as the ids object; a search keeps one, shared by its successor and
+    predicate memos, so a state's ids (`Ids`) serve both.
+    """
+
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[type, Any], int] = {}
+
+    def __call__(self, value: Any) -> int:
+        """The id of `value` (a new one for a value unlike any before)."""
+        ids = self._ids
+        return ids.setdefault((type(value), value), len(ids))
+
+    def blank(self, state: SystemState) -> Ids:
+        """The ids of `state`, none worked out yet (each is, where first read: `id_at`)."""
+        return [None] * (len(state[0]) + len(state[1]))
+
+    def id_at(self, ids: Ids, flat: tuple[Any, ...], position: int) -> int:
+        """The id at `position` of the state whose flat tuple is `flat`, worked out once."""
+        found = ids[position]
+        if found is None:
+            found = ids[position] = self(flat[position])
+        return found
+
+
+# A state's value ids by flat position (`ValueIds`); None where none is worked out yet.
+Ids = list[int | None]
+
+
 class _Leaf:
     """What an enabled attempt does: its writes and the step's fixed parts.
 
     `reads` and `writes` are bit masks of the flat positions (see `_Probe`) the
     run read and wrote; a run that looked at the whole state reads them all (-1).
+    `ids` are the ids of what it writes, by position (None: a FIFO edited in place,
+    whose value depends on the state).
     """
 
     __slots__ = (
         "actor",
-        "fixed",
+        "ids",
         "internal",
         "label",
         "outputs",
-        "parts",
         "reads",
         "slot_writes",
         "taken",
@@ -140,6 +182,7 @@ class _Leaf:
         taken: tuple[TakenTransition, ...],
         reads: int,
         slots: int,
+        value_ids: ValueIds,
     ) -> None:
         self.label = label
         self.actor = actor
@@ -148,10 +191,12 @@ class _Leaf:
         self.value_writes = value_writes
         self.outputs = outputs
         self.taken = taken
-        self.fixed = (label, actor, internal)  # a step's fields before and after its state
-        self.parts = (outputs, taken)
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
+        self.ids = tuple((i, value_ids(slot)) for i, slot in slot_writes) + tuple(
+            (slots + i, None if type(value) is Edited else value_ids(value))
+            for i, value in value_writes
+        )
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -166,11 +211,14 @@ class _Leaf:
             for index, value in self.value_writes:
                 new_values[index] = value.onto(values[index]) if type(value) is Edited else value
             values = tuple(new_values)
-        return _new(SystemStep, (*self.fixed, _new(SystemState, (slots, values)), *self.parts))
+        state = _new(SystemState, (slots, values))
+        return _new(
+            SystemStep, (self.label, self.actor, self.internal, state, self.outputs, self.taken)
+        )
 
 
 class _Probe:
-    """An inner node: read `location`, then follow the branch of its value.
+    """An inner node: read `location`, then follow the branch of its value's id (`ValueIds`).
 
     `position` is where the location sits in the flat tuple ``slots + values``
     of a state: one index, worked out once, instead of a test on every read.
@@ -185,7 +233,8 @@ class _Probe:
 
 
 class _FrontProbe(_Probe):
-    """An inner node that reads only the front of a FIFO (`Tx.popleft`): its `Front`."""
+    """An inner node that reads only the front of a FIFO (`Tx.popleft`): it branches on
+    the `typed` key of its `Front` (equal FIFOs may differ in their first item's type)."""
 
     __slots__ = ()
 
@@ -234,8 +283,27 @@ def _mask(positions: list[int]) -> int:
 
 
 # What a state's expansion leaves for its successors' (see `SuccessorCache.expand`):
-# where each attempt's walk ended, and the positions the step to the successor wrote.
-Hint = tuple[list[_End], int]
+# where each attempt's walk ended, the positions the step to the successor wrote, and the
+# successor's ids (`Expansion.hint`).
+Hint = tuple[list[_End], int, Ids]
+
+
+class Expansion(NamedTuple):
+    """A state's expansion: its steps, and what its successors' expansions start from."""
+
+    steps: list[SystemStep]
+    ends: list[_End]  # where each attempt's walk ended
+    leaves: list[_Leaf]  # the leaf of each step
+    ids: Ids  # the state's value ids, as far as they were worked out
+
+    def hint(self, number: int) -> Hint:
+        """The hint of the state that ``steps[number]`` reaches: its parent's ids but where
+        the step wrote."""
+        leaf = self.leaves[number]
+        ids = self.ids.copy()
+        for position, value_id in leaf.ids:
+            ids[position] = value_id
+        return self.ends, leaf.writes, ids
 
 
 class SuccessorCache:
@@ -246,9 +314,14 @@ class SuccessorCache:
     """
 
     def __init__(
-        self, system: System, max_nodes: int = 1 << 21, verify: Verify | None = None
+        self,
+        system: System,
+        max_nodes: int = 1 << 21,
+        verify: Verify | None = None,
+        ids: ValueIds | None = None,
     ) -> None:
         self.system = system
+        self.ids = ValueIds() if ids is None else ids
         self._attempts = system.attempts
         self._labels = system.labels()
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
@@ -261,23 +334,25 @@ class SuccessorCache:
 
     def __call__(self, state: SystemState) -> list[SystemStep]:
         """Every enabled action in `state` with the step it makes, as `System.successors`."""
-        return self.expand(state, None)[0]
+        return self.expand(state, None).steps
 
-    def expand(
-        self, state: SystemState, hint: Hint | None
-    ) -> tuple[list[SystemStep], list[_End], list[int]]:
-        """`self(state)`, with where each attempt's walk ended and what each step wrote.
+    def expand(self, state: SystemState, hint: Hint | None) -> Expansion:
+        """`self(state)`, with where each attempt's walk ended and each step's leaf.
 
-        `hint` is ``(ends, writes)`` of the state `state` was reached from: an
+        `hint` is `Expansion.hint` of the state `state` was reached from: an
         attempt whose walk there read no position the step wrote ends where it
         ended there, without a walk (the values it reads are the same).
         """
         flat = None
         steps: list[SystemStep] = []
         ends: list[_End] = []
-        writes: list[int] = []
+        leaves: list[_Leaf] = []
         probe, front, leaf, unknown, front_of = _Probe, _FrontProbe, _Leaf, _UNKNOWN, Front.of
-        before, wrote = hint if hint is not None else (None, -1)
+        if hint is None:
+            before, wrote, ids = None, -1, self.ids.blank(state)
+        else:
+            before, wrote, ids = hint
+        value_id = self.ids
         for index, node in enumerate(self._roots):
             if before is not None and not before[index].reads & wrote:
                 node = before[index]
@@ -286,8 +361,10 @@ class SuccessorCache:
                     flat = state[0] + state[1]
                 while True:
                     while type(node) is probe:
-                        read = flat[node.position]
-                        node = node.branches.get((type(read), read), unknown)
+                        key = ids[node.position]
+                        if key is None:
+                            key = ids[node.position] = value_id(flat[node.position])
+                        node = node.branches.get(key, unknown)
                     if type(node) is not front:
                         break
                     read = front_of(flat[node.position])
@@ -297,8 +374,8 @@ class SuccessorCache:
             ends.append(node)  # type: ignore[arg-type]
             if type(node) is leaf:
                 steps.append(node.step(state))
-                writes.append(node.writes)
-        return steps, ends, writes
+                leaves.append(node)
+        return _new(Expansion, (steps, ends, leaves, ids))
 
     def _learn(self, index: int, state: SystemState) -> _End:
         """Run attempt `index` on `state` (twice: it must be deterministic) and remember it."""
@@ -330,9 +407,10 @@ class SuccessorCache:
                 *run.outcome,
                 reads,
                 self._slots,
+                self.ids,
             )
         if not run.whole and self._room > 0:
-            grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys)
+            grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys, self.ids)
             if grown is None:
                 raise ActionFault(
                     self._labels[index],
@@ -358,14 +436,16 @@ def add_path(
     leaf: _Node,
     slots: int,
     keys: dict[Any, Any],
+    ids: ValueIds,
 ) -> tuple[_Node, int] | None:
     """`root` with the path `reads` -> `leaf` added, and how many nodes that took.
 
     None if the path disagrees with the tree (another location read after the
     same values): what made it is not a function of what it reads. A branch's
-    key is one of `keys`, the tree's keys by equality: a branch is only ever
-    looked up, so one object serves every branch on an equal key (they recur
-    across a tree's nodes, and hold most of its memory otherwise).
+    key is the value's id in `ids` (a `Front`'s: its `typed` key), one of
+    `keys`, the tree's keys by equality: a branch is only ever looked up, so
+    one object serves every branch on an equal key (they recur across a tree's
+    nodes, and hold most of its memory otherwise).
     """
     added = 0
     parent: dict[Any, _Node] | None = None
@@ -382,7 +462,7 @@ def add_path(
                 parent[key] = node
         if type(node) is not kind or node.location != location:
             return None
-        parent, key = node.branches, typed(value)
+        parent, key = node.branches, typed(value) if kind is _FrontProbe else ids(value)
         key = keys.setdefault(key, key)
         node = parent.get(key, _UNKNOWN)
     if node is _UNKNOWN:
