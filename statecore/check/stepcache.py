@@ -40,7 +40,7 @@ search with `ActionFault`. So does an action that raises. A `verify` hook
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
 
 from ..system import System
@@ -225,6 +225,7 @@ class _Probe:
     """
 
     __slots__ = ("branches", "location", "position")
+    reads = -1  # as a root: always walked (`SuccessorCache.expand`)
 
     def __init__(self, location: Location, slots: int) -> None:
         self.location = location
@@ -255,6 +256,7 @@ class _Mark:
     """A sentinel leaf."""
 
     __slots__ = ("name",)
+    reads = -1  # as a root: always walked (`SuccessorCache.expand`)
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -348,15 +350,17 @@ class SuccessorCache:
         ends: list[_End] = []
         leaves: list[_Leaf] = []
         probe, front, leaf, unknown, front_of = _Probe, _FrontProbe, _Leaf, _UNKNOWN, Front.of
+        before: Sequence[_Node]
         if hint is None:
-            before, wrote, ids = None, -1, self.ids.blank(state)
+            before, wrote, ids = self._roots, -1, self.ids.blank(state)
         else:
             before, wrote, ids = hint
         value_id = self.ids
-        for index, node in enumerate(self._roots):
-            if before is not None and not before[index].reads & wrote:
-                node = before[index]
-            else:
+        # Without a hint, each attempt's walk starts at its root: every inner node and unknown
+        # root reads -1, and a root that is an end (its attempt read nothing) reads 0.
+        for index, node in enumerate(before):
+            if node.reads & wrote:
+                node = self._roots[index]
                 if flat is None:
                     flat = state[0] + state[1]
                 while True:
