@@ -322,7 +322,10 @@ def test_opening_a_generation_drops_an_entry_left_over() -> None:
     assert "e" not in payloads
 
 
-def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_write() -> None:
+@pytest.mark.parametrize("write", ["__setitem__", "setdefault"])
+def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_write(
+    write: str,
+) -> None:
     import threading
 
     lock = threading.Lock()
@@ -331,13 +334,25 @@ def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_wri
     with lock:  # the adapter, in save_async
         payloads.open("e", owner)
     with lock:  # the adapter, in _clear_sender_state_locked, while a processor writes
-        writer = threading.Thread(target=payloads.__setitem__, args=("e", {"codec": "late"}))
+        writer = threading.Thread(target=getattr(payloads, write), args=("e", {"codec": "late"}))
         writer.start()
         writer.join(0.2)
         assert writer.is_alive()  # the write waits for the lock
         payloads.release("e")
     writer.join()
     assert "e" not in payloads and payloads.status("e") is None
+    assert not lock.locked()  # the write let go of it
+
+
+def test_setdefault_gives_the_entry_there_and_stores_one_only_when_admitted() -> None:
+    import threading
+
+    lock = threading.Lock()
+    payloads = GenerationPayloads(lock)
+    payloads.open("e", object())
+    first = payloads.setdefault("e", {"codec": "r1"})
+    assert payloads.setdefault("e", {"codec": "other"}) is first  # a read, as dict's
+    assert payloads == {"e": {"codec": "r1"}} and not lock.locked()
 
 
 def test_a_generation_is_a_row_of_the_request_state_table() -> None:

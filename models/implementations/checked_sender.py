@@ -323,15 +323,17 @@ class GenerationPayloads(dict[str, Any]):
                 dict.__setitem__(self, ext, value)
 
     def setdefault(self, ext: str, default: Any = None) -> Any:
+        if ext in self:  # a read needs no fence; a miss raises nothing (each request has one)
+            return self[ext]
+        lock = self.lock
+        lock.acquire()  # not `with`: its protocol costs as much as the rest of a miss
         try:
-            return self[ext]  # a read needs no fence
-        except KeyError:
-            pass
-        with self.lock:
             if ext in self:
                 return self[ext]
             if self._admits(ext):
                 dict.__setitem__(self, ext, default)
+        finally:
+            lock.release()
         return default
 
     def update(self, *args: Any, **kwargs: Any) -> None:
