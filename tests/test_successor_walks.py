@@ -24,12 +24,12 @@ from statecore.registry import bundled
 from statecore.system import System, SystemState
 
 
-def hinted_closure(system: System, limit: int) -> int:
+def hinted_closure(system: System, limit: int, cache: SuccessorCache | None = None) -> int:
     """Breadth-first from the initial states with hints; each state's steps checked.
 
     Returns how many states were checked (at most `limit`).
     """
-    cache = SuccessorCache(system)
+    cache = cache or SuccessorCache(system)
     queue: list[tuple[SystemState, Hint | None]] = [(s, None) for s in system.init_states()]
     seen = {state for state, _ in queue}
     for state, hint in queue:
@@ -115,3 +115,14 @@ def test_a_variant_stops_at_the_same_violation_with_and_without_hints(
     target = next(t for t in bundled() if t.name == name)
     hinted, plain = with_and_without_hints(monkeypatch, target.load())
     assert figures(hinted) == figures(plain)
+
+
+def test_a_full_memo_gives_no_more_values_an_id() -> None:
+    """Only what a tree keeps gets an id: past its last node a search keeps no more values."""
+    system = next(t for t in bundled() if t.name == "chunk_transfer").load()
+    cache = SuccessorCache(system, max_nodes=40)
+    hinted_closure(system, 300, cache)
+    assert cache._room <= 0  # full
+    named = len(cache.ids._ids)
+    assert hinted_closure(system, 3_000, cache) == 3_000
+    assert len(cache.ids._ids) == named

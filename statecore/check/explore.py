@@ -379,10 +379,13 @@ class _Explorer:
         monitors: tuple[MonitorState, ...] = node[1:]
         if not step_.outputs:
             return monitors
-        try:
-            after, refusals = self.monitor_steps.remembered(monitors, step_.outputs)
-        except PropertyFault as fault:
-            raise self._property_error(fault, node, step_.action) from fault.cause
+        found = self.monitor_steps.known.get((monitors, step_.outputs))  # `remembered`'s own
+        if found is None:
+            try:
+                found = self.monitor_steps.remembered(monitors, step_.outputs)
+            except PropertyFault as fault:
+                raise self._property_error(fault, node, step_.action) from fault.cause
+        after, refusals = found
         for prop, detail in refusals:
             if prop.id not in self.results:
                 self.refusals.setdefault(prop.id, (prop, node, step_.action, detail))
@@ -415,14 +418,14 @@ class _Explorer:
 
     def _check_state(
         self, node: Node, before: Judgements | None = None, wrote: int = -1
-    ) -> Judgements:
+    ) -> Judgements | None:
         """Judge the undecided state properties at `node`; what decided each predicate.
 
         `before` is that of the node `node` was reached from, by a step that wrote the
         positions `wrote`: a judgement decided elsewhere stands (`Judgement`), unless it
         is not known on the whole orbit and symmetry is on (the guard checks each state).
         """
-        judged: Judgements = {}
+        judged: Judgements = {}  # the judgements a successor may take: none judged plainly
         unguarded = self.guard is None
         for prop in self.state_props:
             assert prop.predicate is not None
@@ -433,20 +436,22 @@ class _Explorer:
                 found = None if before is None else before.get(when)
                 if found is None or found[2] & wrote or not (found[1] or unguarded):
                     found = self._judge(prop, "its condition", when, node)
-                judged[when] = found
+                if found[1] or (unguarded and found[2] != -1):
+                    judged[when] = found
                 if not found[0]:
                     continue
                 self.when_seen.add(prop.id)
             found = None if before is None else before.get(predicate)
             if found is None or found[2] & wrote or not (found[1] or unguarded):
                 found = self._judge(prop, "its predicate", predicate, node)
-            judged[predicate] = found
+            if found[1] or (unguarded and found[2] != -1):
+                judged[predicate] = found
             if always and not found[0]:
                 self._violate(prop, node, None, INVARIANT_FALSE)
             elif not always and found[0]:
                 trace = self._trace(node, None, prop, "witness", REACHED)
                 self._settle(PropertyResult(prop, HOLDS, trace, REACHED))
-        return judged
+        return judged or None
 
     def _judge(self, prop: Property, part: str, predicate: Predicate, node: Node) -> Judgement:
         """`predicate` at `node`, checked on every renaming of it when symmetry is on.

@@ -113,6 +113,7 @@ class PredicateCache:
         self._names = names or {}  # how an error names a predicate
         self._guard = guard
         self._slots = len(system.slot_keys())
+        self._width = self._slots + len(system.globals)  # of a state's flat tuple
         self._roots: dict[Predicate, Any] = {}
         self._counts: dict[Predicate, list[int]] = {}  # [judged, learned] in this window
         self._room = max_nodes
@@ -131,7 +132,7 @@ class PredicateCache:
         """`predicate` on `state` (as a truth value), whether that holds on the whole orbit,
         and the positions that decided it (`Judgement`)."""
         if state is not self._last:  # what judging `state` needs, made once for all predicates
-            self.focus(state, self.ids.blank(state))
+            self._last, self._flat, self._ids, self._view = state, None, [None] * self._width, None
         node = self._roots.get(predicate, _UNKNOWN)
         if node is _PLAIN:
             view = self._view
@@ -145,7 +146,10 @@ class PredicateCache:
                 flat = self._flat
                 if flat is None:
                     flat = self._flat = state[0] + state[1]
-                key = ids[node.position] = self.ids(flat[node.position])
+                read = flat[node.position]
+                key = self.ids.find((type(read), read), -1)
+                if key >= 0:  # an unknown value is learned next, and gets an id then
+                    ids[node.position] = key
             node = node.branches.get(key, _UNKNOWN)
         counts = self._counts.setdefault(predicate, [0, 0])
         counts[0] += 1

@@ -120,29 +120,23 @@ class ValueIds:
     their `typed` keys are equal, so a probe hashes an int, not a nest of tuples.
 
     Ids live as long as the ids object; a search keeps one, shared by its successor and
-    predicate memos, so a state's ids (`Ids`) serve both.
+    predicate memos, so a state's ids (`Ids`) serve both. Only what a tree keeps gets an
+    id (a branch, a leaf's write): a probe only `find`s one, so a search whose trees are
+    full keeps nothing more of the values it reads.
     """
 
-    __slots__ = ("_ids",)
+    __slots__ = ("_ids", "find")
 
     def __init__(self) -> None:
         self._ids: dict[tuple[type, Any], int] = {}
+        self.find = self._ids.get
+        """``find(typed(value), -1)``: the id of `value`, or -1 if it has none (then no branch
+        of any tree is for it). A dictionary's own ``get``: the hot loops call no Python."""
 
     def __call__(self, value: Any) -> int:
         """The id of `value` (a new one for a value unlike any before)."""
         ids = self._ids
         return ids.setdefault((type(value), value), len(ids))
-
-    def blank(self, state: SystemState) -> Ids:
-        """The ids of `state`, none worked out yet (each is, where first read: `id_at`)."""
-        return [None] * (len(state[0]) + len(state[1]))
-
-    def id_at(self, ids: Ids, flat: tuple[Any, ...], position: int) -> int:
-        """The id at `position` of the state whose flat tuple is `flat`, worked out once."""
-        found = ids[position]
-        if found is None:
-            found = ids[position] = self(flat[position])
-        return found
 
 
 # A state's value ids by flat position (`ValueIds`); None where none is worked out yet.
@@ -154,11 +148,13 @@ class _Leaf:
 
     `reads` and `writes` are bit masks of the flat positions (see `_Probe`) the
     run read and wrote; a run that looked at the whole state reads them all (-1).
-    `ids` are the ids of what it writes, by position (None: a FIFO edited in place,
-    whose value depends on the state).
+    `ids` are the ids of what it writes, by position: None until the leaf joins a tree
+    (`name_writes`: a leaf run and dropped keeps nothing), and for a FIFO edited in
+    place, whose value depends on the state.
     """
 
     __slots__ = (
+        "_slots",
         "actor",
         "ids",
         "internal",
@@ -182,7 +178,6 @@ class _Leaf:
         taken: tuple[TakenTransition, ...],
         reads: int,
         slots: int,
-        value_ids: ValueIds,
     ) -> None:
         self.label = label
         self.actor = actor
@@ -193,9 +188,17 @@ class _Leaf:
         self.taken = taken
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
-        self.ids = tuple((i, value_ids(slot)) for i, slot in slot_writes) + tuple(
+        self._slots = slots
+        self.ids: tuple[tuple[int, int | None], ...] = tuple(
+            (i, None) for i, _ in slot_writes
+        ) + tuple((slots + i, None) for i, _ in value_writes)
+
+    def name_writes(self, value_ids: ValueIds) -> None:
+        """Give `ids` the ids of what the leaf writes: it joined a tree."""
+        slots = self._slots
+        self.ids = tuple((i, value_ids(slot)) for i, slot in self.slot_writes) + tuple(
             (slots + i, None if type(value) is Edited else value_ids(value))
-            for i, value in value_writes
+            for i, value in self.value_writes
         )
 
     def step(self, state: SystemState) -> SystemStep:
@@ -328,6 +331,7 @@ class SuccessorCache:
         self._labels = system.labels()
         self._roots: list[_Node] = [_UNKNOWN] * len(self._attempts)
         self._slots = len(system.slot_keys())
+        self._width = self._slots + len(system.globals)  # of a state's flat tuple
         self._room = max_nodes
         self._keys: dict[Any, Any] = {}  # the trees' branch keys (`add_path`)
         self._verify = verify
@@ -351,11 +355,12 @@ class SuccessorCache:
         leaves: list[_Leaf] = []
         probe, front, leaf, unknown, front_of = _Probe, _FrontProbe, _Leaf, _UNKNOWN, Front.of
         before: Sequence[_Node]
+        ids: Ids
         if hint is None:
-            before, wrote, ids = self._roots, -1, self.ids.blank(state)
+            before, wrote, ids = self._roots, -1, [None] * self._width
         else:
             before, wrote, ids = hint
-        value_id = self.ids
+        find = self.ids.find
         # Without a hint, each attempt's walk starts at its root: every inner node and unknown
         # root reads -1, and a root that is an end (its attempt read nothing) reads 0.
         for index, node in enumerate(before):
@@ -366,8 +371,11 @@ class SuccessorCache:
                 while True:
                     while type(node) is probe:
                         key = ids[node.position]
-                        if key is None:
-                            key = ids[node.position] = value_id(flat[node.position])
+                        if key is None:  # worked out once, unless unknown (then learned next)
+                            read = flat[node.position]
+                            key = find((type(read), read), -1)
+                            if key >= 0:
+                                ids[node.position] = key
                         node = node.branches.get(key, unknown)
                     if type(node) is not front:
                         break
@@ -411,7 +419,6 @@ class SuccessorCache:
                 *run.outcome,
                 reads,
                 self._slots,
-                self.ids,
             )
         if not run.whole and self._room > 0:
             grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys, self.ids)
@@ -425,6 +432,8 @@ class SuccessorCache:
                 )
             self._roots[index], added = grown
             self._room -= added
+            if type(leaf) is _Leaf:
+                leaf.name_writes(self.ids)
         return leaf
 
 
