@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -113,3 +114,26 @@ def test_the_scale_goal_reports_the_check_it_ran(
     assert got["verdicts"] == dict(Counter(r.verdict for r in report.results))
     violated = [r.property.id for r in report.results if r.verdict == "violated"]
     assert got["violated"] == violated
+
+
+def test_against_runs_each_side_on_its_own_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`benchmarks/against.py`: REV's tree laid out as the package, and each timed search
+    imports the package it was given (else a pair would compare a tree with itself)."""
+    bench = load("against")
+    base = bench.revision("HEAD", tmp_path / "rev")
+    assert (base / "statecore" / "models" / "__init__.py").is_file()
+    assert (base / "statecore" / "spec" / "__init__.py").is_file()
+    small = "from statecore.registry import bundled\n"
+    small += "system = next(t for t in bundled() if t.name == 'receiver_system').load()\n"
+    monkeypatch.setitem(bench.SEARCHES, "small", small)
+    this = bench.lay_out(ROOT, tmp_path / "this")
+    (ratio,) = bench.pairs(base, this, "small", 1)
+    assert ratio > 0
+    seconds, states = bench.timed(base, "small")
+    assert states == 640 and seconds > 0
+    elsewhere = tmp_path / "empty"
+    (elsewhere / "statecore").mkdir(parents=True)  # a package that is not statecore's whole tree
+    with pytest.raises((subprocess.CalledProcessError, SystemExit)):  # it fails, or is refused
+        bench.timed(elsewhere, "small")
