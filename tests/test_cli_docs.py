@@ -117,7 +117,7 @@ EXEMPT: list[tuple[str, str]] = [
     (r"^python benchmarks/checked_adapter\.py", VLLM),
     (r"^pytest tests/distributed/", VLLM + "; the path is in vLLM-Omni's own repository"),
     (
-        r"^python benchmarks/\w+\.py$",
+        r"^python benchmarks/\w+\.py( REV)?$",
         "minutes of timing: tests/test_runtime_benchmark.py and tests/test_cli_benchmarks.py "
         "run the benchmark code on small inputs",
     ),
