@@ -65,8 +65,14 @@ def lay_out(files: Path, into: Path) -> Path:
 def revision(rev: str, into: Path) -> Path:
     """REV's package tree, made in `into`."""
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, *LAYOUT], capture_output=True, check=True
+        ["git", "-C", str(ROOT), "archive", rev, *LAYOUT], capture_output=True, check=False
     )
+    if archive.returncode:
+        why = archive.stderr.decode(errors="replace").strip().splitlines()
+        raise SystemExit(
+            f"against.py: git archive {rev!r} failed ({why[-1] if why else archive.returncode}); "
+            "give a revision of this repository, e.g. HEAD~1"
+        )
     files = into / "files"
     files.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(files)], input=archive.stdout, check=True)
