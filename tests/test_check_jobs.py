@@ -156,6 +156,28 @@ def test_side_by_side_gives_the_results_in_order_and_raises_a_workers_error() ->
         next(results)
 
 
+def test_a_long_first_target_does_not_hold_back_the_others(tmp_path: Path) -> None:
+    """With two processes, the targets after a long first one are all checked while it runs."""
+    from statecore.cli.check_jobs import side_by_side
+
+    others = ["b", "c", "d"]
+
+    def work(name: str) -> list[str]:
+        if name != "long":
+            (tmp_path / name).touch()
+            return []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all((tmp_path / other).exists() for other in others):
+                break
+            time.sleep(0.01)
+        return sorted(p.name for p in tmp_path.iterdir())
+
+    results = list(side_by_side(["long", *others], work, 2))
+    assert [name for name, _ in results] == ["long", *others]
+    assert results[0][1] == others  # each other target was done before the first one ended
+
+
 def test_side_by_side_names_a_worker_that_died() -> None:
     from statecore.cli.check_jobs import side_by_side
 

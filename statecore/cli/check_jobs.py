@@ -23,7 +23,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -48,28 +48,39 @@ def side_by_side(names: list[str], work: Work, jobs: int) -> Iterator[tuple[str,
     """``(name, work(name))`` for each of `names` in order, computed on `jobs` forked processes.
 
     Each name gets a process of its own, at most `jobs` at a time, which
-    sends its result through a pipe. The processes still running when the
-    iteration ends, however it ends (an error in the caller, Ctrl-C), are
-    killed: a process pool's terminate can wait forever on a lock a worker
-    holds while it waits for work, and nothing here is shared but the pipes.
+    sends its result through a pipe. A process starts as soon as any other
+    finishes, not only when the one whose turn it is to be reported does: a
+    long first target must not leave the other cores idle behind it. Results
+    that come early are kept until their turn. The processes still running
+    when the iteration ends, however it ends (an error in the caller,
+    Ctrl-C), are killed: a process pool's terminate can wait forever on a
+    lock a worker holds while it waits for work, and nothing here is shared
+    but the pipes.
     """
     global _WORK
     _WORK = work
     context = multiprocessing.get_context("fork")
-    running: dict[int, tuple[BaseProcess, Connection]] = {}
+    running: dict[Connection, tuple[int, BaseProcess]] = {}
+    arrived: dict[int, tuple[bool, Any]] = {}
     try:
-        for ahead in range(min(jobs, len(names))):
-            running[ahead] = _start(context, names[ahead])
         for index, name in enumerate(names):
-            process, pipe = running.pop(index)
-            result = _received(pipe, name)
-            process.join()
-            if index + jobs < len(names):  # the next name takes the finished one's place
-                running[index + jobs] = _start(context, names[index + jobs])
+            while index not in arrived:
+                while len(running) < jobs and len(running) + len(arrived) + index < len(names):
+                    number = index + len(running) + len(arrived)
+                    process, pipe = _start(context, names[number])
+                    running[pipe] = number, process
+                for pipe in wait(list(running)):
+                    assert isinstance(pipe, Connection)
+                    number, process = running.pop(pipe)
+                    arrived[number] = _received(pipe, names[number])
+                    process.join()
+            ok, result = arrived.pop(index)
+            if not ok:
+                raise result
             yield name, result
     finally:
         _WORK = None
-        for process, pipe in running.values():
+        for pipe, (_, process) in running.items():
             process.kill()
             process.join()
             pipe.close()
@@ -100,17 +111,15 @@ def _work_in_worker(name: str, pipe: Connection) -> None:
         pipe.close()
 
 
-def _received(pipe: Connection, name: str) -> Any:
-    """The result a worker sent for `name`; its exception raised here if it raised."""
+def _received(pipe: Connection, name: str) -> tuple[bool, Any]:
+    """What a worker sent for `name`: ``(True, result)``, or ``(False, the exception to raise)``."""
     try:
-        ok, result = pipe.recv()
+        sent: tuple[bool, Any] = pipe.recv()
     except EOFError:
-        raise RuntimeError(f"the process checking {name!r} died before it reported") from None
+        sent = False, RuntimeError(f"the process checking {name!r} died before it reported")
     finally:
         pipe.close()
-    if not ok:
-        raise result
-    return result
+    return sent
 
 
 class Printed(io.StringIO):
