@@ -76,6 +76,11 @@ class CheckedSenderMixin:
     Attributes typed ``Any`` are the real adapter's; the vLLM names the
     methods need (``torch``, ``MetaStruct``, ...) are class attributes set
     by `checked_adapter_class`.
+
+    The hot path (``save_async`` and the save thread's send) takes its locks
+    by ``acquire()`` and ``release()`` in a ``try``, not ``with``: a
+    ``Condition``'s ``with`` runs two Python methods, and a lock's calls
+    ``__enter__`` and ``__exit__`` where ``acquire`` and ``release`` do less.
     """
 
     _sender_state_lock: threading.Lock
@@ -150,7 +155,9 @@ class CheckedSenderMixin:
             "segment_generation": generation,
         }
         kind = SEGMENT_END if is_segment_finished else TERMINAL if is_finished else CHUNK
-        with self._sender_state_lock:
+        lock = self._sender_state_lock
+        lock.acquire()  # the hot path's locks: see the class doc
+        try:
             token = self._sender_tokens.get(ext)
             refusal = None if token is None else token.refusal(request.request_id)
             verdict = "refused"
@@ -166,6 +173,8 @@ class CheckedSenderMixin:
                     token.fire_prepared(SAVE_TERMINAL)
                 task["sender_token"] = token
                 self._pending_save_reqs.append(task)
+        finally:
+            lock.release()
         if refusal is not None:
             _LOG.error("Cannot enqueue %s: %s", ext, refusal)
             self.record_send_failure(request.request_id, refusal)
@@ -173,8 +182,12 @@ class CheckedSenderMixin:
         if verdict != "admitted":
             _LOG.warning("Skip %s save_async for %s (generation %s)", verdict, ext, generation)
             return
-        with self._save_cond:
-            self._save_cond.notify()
+        save_cond = self._save_cond
+        save_cond.acquire()
+        try:
+            save_cond.notify()
+        finally:
+            save_cond.release()
 
     def has_active_sender(self, external_req_id: str) -> bool:
         """CTA:359-368: a generation that takes saves (not retired: cancelled, or its
@@ -198,11 +211,15 @@ class CheckedSenderMixin:
             self._send_single_request_for_generation(task)
             return
         terminal = task["is_finished"]  # a bool (`save_async`)
-        with self._sender_state_lock:
+        lock = self._sender_state_lock
+        lock.acquire()
+        try:
             began = (
                 self._sender_tokens.get(ext) is token
                 and token.fire_prepared(BEGIN[terminal]).status is ACCEPTED
             )
+        finally:
+            lock.release()
         if not began:
             _LOG.debug("Discarding stale queued chunk for aborted request %s", ext)
             return
@@ -212,11 +229,14 @@ class CheckedSenderMixin:
             self.request_payload.on_failure(ext, token)  # save_loop records the failure
             raise
         finally:
-            with self._sender_state_lock:
+            lock.acquire()
+            try:
                 if terminal and token.cleanup_owed:  # a graceful finish's cleanup (finish_requests)
                     token.fire_prepared(CLEANUP)
                 if token.fire_prepared(END[terminal]).snapshot.state == "reclaimed":
                     self._reclaim_locked(ext, token)
+            finally:
+                lock.release()
 
     def _release_terminal_fence(self, external_req_id: str, sender_token: Any) -> None:
         """CTA:731-749, replaced: ``sender_generation.end`` releases the fence and runs
@@ -258,7 +278,9 @@ class CheckedSenderMixin:
         success, _size, _metadata = self.connector.put(
             from_stage=str(stage_id), to_stage=str(stage_id + 1), put_key=put_key, data=payload_data
         )
-        with self._sender_state_lock:  # CTA:842-861: advance the key counters
+        lock = self._sender_state_lock
+        lock.acquire()
+        try:  # CTA:842-861: advance the key counters
             if sender_token is not None:
                 if success and is_finished:
                     sender_token.terminal_sent = True
@@ -269,6 +291,8 @@ class CheckedSenderMixin:
             if success:
                 self.put_req_chunk[ext] += 1
                 self.ramp_chunk_count[ext] += 1
+        finally:
+            lock.release()
         if success:
             if is_finished and _truthy(vllm, payload_data.meta.finished):
                 self.cleanup(request.request_id, ext)
