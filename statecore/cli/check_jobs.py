@@ -69,10 +69,10 @@ def side_by_side(names: list[str], work: Work, jobs: int) -> Iterator[tuple[str,
                     number = index + len(running) + len(arrived)
                     process, pipe = _start(context, names[number])
                     running[pipe] = number, process
-                for pipe in wait(list(running)):
-                    assert isinstance(pipe, Connection)
-                    number, process = running.pop(pipe)
-                    arrived[number] = _received(pipe, names[number])
+                for ready in wait(list(running)):
+                    assert isinstance(ready, Connection)
+                    number, process = running.pop(ready)
+                    arrived[number] = _received(ready, names[number])
                     process.join()
             ok, result = arrived.pop(index)
             if not ok:
