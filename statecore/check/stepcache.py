@@ -154,7 +154,6 @@ class _Leaf:
     """
 
     __slots__ = (
-        "_slots",
         "actor",
         "ids",
         "internal",
@@ -188,17 +187,16 @@ class _Leaf:
         self.taken = taken
         self.reads = reads
         self.writes = _mask([i for i, _ in slot_writes] + [slots + i for i, _ in value_writes])
-        self._slots = slots
         self.ids: tuple[tuple[int, int | None], ...] = tuple(
             (i, None) for i, _ in slot_writes
         ) + tuple((slots + i, None) for i, _ in value_writes)
 
     def name_writes(self, value_ids: ValueIds) -> None:
         """Give `ids` the ids of what the leaf writes: it joined a tree."""
-        slots = self._slots
-        self.ids = tuple((i, value_ids(slot)) for i, slot in self.slot_writes) + tuple(
-            (slots + i, None if type(value) is Edited else value_ids(value))
-            for i, value in self.value_writes
+        written = [slot for _, slot in self.slot_writes] + [v for _, v in self.value_writes]
+        self.ids = tuple(
+            (position, None if type(value) is Edited else value_ids(value))
+            for (position, _), value in zip(self.ids, written)
         )
 
     def step(self, state: SystemState) -> SystemStep:
