@@ -410,11 +410,8 @@ SUMMARY_WORDS = {
 
 
 def _summary(rows: Sequence[_Row], status: str, variants: bool, elapsed: float) -> list[str]:
-    """The summary table of a ``check`` run: one line per target, then the tally.
-
-    The tally's seconds are the run's, from start to end: with ``--jobs`` the
-    targets' own seconds overlap, and their sum is no time anyone waited.
-    """
+    """The summary table of a ``check`` run: one line per target, then the tally, whose
+    seconds are the run's (with ``--jobs``, the targets' own seconds overlap)."""
     width = max(len("target"), *(len(r.name) for r in rows))
     lines = ["", f"{'target':<{width}}  {'states':>9}  {'verdict':<10}  {'time':>7}  detail"]
     for r in rows:
