@@ -16,7 +16,11 @@ The premise is checked where it costs least, on each path learned:
   value, or raises, only on the logging view (it looks at the identity or
   exact type of the state's tuples) is judged plainly from then on. The
   logging view's ``view.g`` compares, hashes and iterates as the record
-  itself (reading every field), and ``isinstance`` sees the record type;
+  itself (reading every field), and ``isinstance`` sees the record type.
+  What is caught is a different value on the state being learned: a
+  predicate that takes another branch on the logging view, yet the same
+  value there, is outside the contract (a function of the values it reads)
+  and goes unseen;
 * values read are told apart by their type and equality, as the successor
   memo tells them (`statecore.check.stepcache.typed`); a model that makes
   equal values that behave differently turns every memo off
