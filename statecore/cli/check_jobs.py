@@ -62,13 +62,14 @@ def side_by_side(names: list[str], work: Work, jobs: int) -> Iterator[tuple[str,
     context = multiprocessing.get_context("fork")
     running: dict[Connection, tuple[int, BaseProcess]] = {}
     arrived: dict[int, tuple[bool, Any]] = {}
+    started = 0
     try:
         for index, name in enumerate(names):
             while index not in arrived:
-                while len(running) < jobs and len(running) + len(arrived) + index < len(names):
-                    number = index + len(running) + len(arrived)
-                    process, pipe = _start(context, names[number])
-                    running[pipe] = number, process
+                while len(running) < jobs and started < len(names):
+                    process, pipe = _start(context, names[started])
+                    running[pipe] = started, process
+                    started += 1
                 for ready in wait(list(running)):
                     assert isinstance(ready, Connection)
                     number, process = running.pop(ready)
