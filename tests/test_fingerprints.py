@@ -31,6 +31,7 @@ from statecore.check.fingerprints import (
     collision_bound,
 )
 from statecore.check.results import Report
+from statecore.system import Slot, SystemState
 from statecore.traces.replay import replay
 
 GOLDEN_FIGURES: dict[str, Any] = json.loads(GOLDEN.read_text(encoding="utf-8"))
@@ -168,6 +169,70 @@ def test_fingerprints_do_not_depend_on_the_hash_seed() -> None:
         )
         seen.add(out.stdout.strip())
     assert len(seen) == 1
+
+
+# -- a successor's fingerprint from its parent's -----------------------------------------
+
+
+def state_node(parts: list[Any], slots: int, globals_: int) -> tuple[Any, ...]:
+    """A node of `parts`: `slots` slots, `globals_` globals, the rest monitor states."""
+    state = SystemState(
+        tuple(Slot(0, part) for part in parts[:slots]), tuple(parts[slots : slots + globals_])
+    )
+    return (state, *parts[slots + globals_ :])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from([64, 128]))
+def test_a_successor_fingerprint_worked_out_from_its_parents_is_its_own(
+    data: Any, bits: int
+) -> None:
+    """`Fingerprinter.moved` swaps the digests of the written positions (and of changed
+    monitor states): the fingerprint of the node it gives is the one a fresh fingerprinter
+    works out whole. Writes may put an equal value, an equal object of another type, or the
+    same object back."""
+    slots, globals_, monitors = (data.draw(st.integers(0, 3)) for _ in range(3))
+    width = slots + globals_ + monitors
+    parent = data.draw(st.lists(_NESTED, min_size=width, max_size=width))
+    child = list(parent)
+    writes = 0
+    for position in data.draw(st.sets(st.integers(0, max(0, width - 1)), max_size=width)):
+        if position >= width:
+            continue
+        choice = data.draw(st.sampled_from(["new", "same", "copy"]))
+        if choice == "new":
+            child[position] = data.draw(_NESTED)
+        elif choice == "copy" and isinstance(parent[position], tuple):
+            child[position] = tuple(parent[position])  # equal, another object
+        if position < slots + globals_:
+            writes |= 1 << position
+    first = state_node(parent, slots, globals_)
+    second = state_node(child, slots, globals_)
+    warm = Fingerprinter(bits)
+    for other in data.draw(st.lists(_NESTED, max_size=4)):
+        warm((SystemState((), (other,)),))
+    raw = warm.raw(first)
+    assert (warm.moved(raw, first, second, writes) or 1) == Fingerprinter(bits)(second)
+
+
+@pytest.mark.parametrize("name", sorted(systems()))
+def test_the_search_works_out_each_successor_fingerprint_as_a_whole_one(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On every bundled target: each fingerprint a search worked out from the parent's is
+    the successor's own, worked out whole by a fresh fingerprinter."""
+    reached = FingerprintStore.reached
+    whole = Fingerprinter(64)  # its own caches: nothing learned from the search's
+    checked = []
+
+    def checking(self: FingerprintStore, raw: int, node: Any, nxt: Any, writes: int) -> None:
+        reached(self, raw, node, nxt, writes)
+        assert self._key is nxt and self._key_fp == whole(nxt)
+        checked.append(1)
+
+    monkeypatch.setattr(FingerprintStore, "reached", checking)
+    report = explore(systems()[name](), stop_on_violation=False, fingerprints=64, max_states=2_000)
+    assert len(checked) >= report.transitions // 2  # most successors (renamed ones are whole)
 
 
 # -- the store ---------------------------------------------------------------------------

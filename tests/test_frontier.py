@@ -19,8 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
 
+from statecore.check import frontier
 from statecore.check.explore import explore
 from statecore.check.frontier import Frontier, Parts
+from statecore.check.predicates import PredicateCache
 from statecore.check.values import strict
 from statecore.system import Action, Slot, System, SystemState
 
@@ -40,7 +42,8 @@ def test_a_level_gives_back_each_node_alike_in_every_part(pool: list[Any], data:
     them) and of equal twins of another form; read back in order and by index."""
     width = SLOTS + GLOBALS + MONITORS
     parts = Parts(SLOTS, GLOBALS, MONITORS)
-    levels = [Frontier(parts), Frontier(parts)]  # two levels share the numbering
+    # Two levels share the numbering; the first keeps its first nodes as they are.
+    levels = [Frontier(parts, data.draw(st.integers(0, 4))), Frontier(parts)]
     queued: list[tuple[int, tuple[Any, ...]]] = []
     for _ in range(data.draw(st.integers(1, 12))):
         row = []
@@ -57,6 +60,46 @@ def test_a_level_gives_back_each_node_alike_in_every_part(pool: list[Any], data:
         assert [strict(n) for n in got] == [strict(n) for n in expected] and got == expected
         assert [strict(level[i]) for i in range(len(level))] == [strict(n) for n in expected]
         assert all(type(n[0]) is SystemState for n in got)
+
+
+def test_a_level_packs_past_its_unpacked_nodes_and_keeps_their_order() -> None:
+    level = Frontier(Parts(SLOTS, GLOBALS, MONITORS), 2)
+    nodes = [node([i, i + 1, i + 2, i + 3, i + 4]) for i in range(5)]
+    for number, each in enumerate(nodes):
+        assert level.packing == (number >= 2)
+        level.append(each)
+    assert list(level) == nodes and [level[i] for i in range(5)] == nodes
+    assert level[0] is nodes[0] and level[1] is nodes[1] and level[2] is not nodes[2]
+    assert len(level._codes) == 3 * (SLOTS + GLOBALS + MONITORS)
+
+
+def test_a_fingerprint_search_keeps_the_hints_of_its_unpacked_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A level of a moderate search is never packed: a fingerprint search judges the
+    predicates no more often than a full-state one (each node carries what decided its
+    parent's judgements). With levels packed past a few nodes it judges more, and finds the
+    same."""
+    judged: list[int] = []
+    original = PredicateCache.judge
+
+    def judge(self: PredicateCache, predicate: Any, state: SystemState) -> Any:
+        judged.append(1)
+        return original(self, predicate, state)
+
+    monkeypatch.setattr(PredicateCache, "judge", judge)
+    system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=0))
+    full = explore(system, stop_on_violation=False)
+    judged_full = len(judged)
+    judged.clear()
+    fp = explore(system, stop_on_violation=False, fingerprints=64)
+    assert len(judged) == judged_full and fp.states == full.states
+    monkeypatch.setattr(frontier, "UNPACKED", 4)
+    judged.clear()
+    packed = explore(system, stop_on_violation=False, fingerprints=64)
+    assert len(judged) > judged_full
+    assert (packed.states, packed.transitions) == (full.states, full.transitions)
+    assert [r.verdict for r in packed.results] == [r.verdict for r in full.results]
 
 
 def test_an_index_out_of_the_level_is_refused() -> None:

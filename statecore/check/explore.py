@@ -56,7 +56,7 @@ from . import plain as _plain
 from . import results as _results
 from .counterexample import Node, PropertyFault, action_error, property_error, rebuild
 from .fingerprints import FingerprintStore, store_notes
-from .frontier import Level, NodeHint, Parts, new_level
+from .frontier import Frontier, Level, NodeHint, Parts, new_level
 from .memory import resident_memory
 from .monitor_steps import MonitorSteps
 from .parallel import parallel_search
@@ -244,8 +244,8 @@ class _Explorer:
     @property
     def hinted(self) -> bool:
         """Whether queued nodes carry hints (`SuccessorCache.expand`): not under POR, which
-        learns footprints from every walk, nor in a packed level, whose nodes are built again."""
-        return self.walks and self.por is None and self.parts is None
+        learns footprints from every walk; in a packed level, only its unpacked nodes."""
+        return self.walks and self.por is None
 
     def _initial_nodes(self) -> list[Node]:
         try:
@@ -281,7 +281,10 @@ class _Explorer:
                 self.stop = "violation"
                 return False
             self.depth = depth
-            self._expand(node, deeper, None if hints is None else hints[index], deeper_hints)
+            hint = hints[index] if hints is not None and index < len(hints) else None
+            self._expand(node, deeper, hint, deeper_hints)
+            if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
+                deeper_hints = None  # a packed node's hint would be lost
             if index % _MEMORY_EVERY == 0 and self._out_of_memory():
                 self.stop = "max_memory"
                 return False
@@ -305,8 +308,12 @@ class _Explorer:
         expansion: Expansion | None = None
         walk, judged = (None, None) if hint is None else hint
         queued = [] if deeper_hints is None else deeper_hints
+        parents = self.parents
+        # A one-process fingerprint search works a successor's fingerprint out from its
+        # parent's, where the step wrote (its leaf's `writes`); POR's ample set is a subset.
+        store = parents if type(parents) is FingerprintStore and self.por is None else None
         try:
-            if deeper_hints is not None:
+            if deeper_hints is not None or store is not None:
                 assert isinstance(self.successors, SuccessorCache)
                 expansion = self.successors.expand(node[0], walk)
                 steps = expansion.steps
@@ -322,7 +329,7 @@ class _Explorer:
         self.transitions += len(steps)
         # Counted in one C-level pass (a step that takes no transition counts under ()).
         _count(self.taken, [step_.taken for step_ in steps])
-        parents = self.parents
+        raw = store.expanding(node) if store is not None and steps else 0
         monitors = node[1:]
         canon = self.canonicalizer if self.symmetry else None
         limit = self.max_states
@@ -338,6 +345,9 @@ class _Explorer:
             if canon is not None:
                 seen_as = nxt
                 nxt = canon(nxt)
+            if store is not None and (canon is None or nxt is seen_as):
+                assert expansion is not None
+                store.reached(raw, node, nxt, expansion.leaves[number].writes)
             entry = (node, step_.action)
             if unbounded:
                 if parents.setdefault(nxt, entry) is not entry:
@@ -350,10 +360,11 @@ class _Explorer:
             else:
                 parents[nxt] = entry
             deeper.append(nxt)
-            if expansion is None:
+            if deeper_hints is None:
                 if self.state_props:
                     self._check_state(nxt)
             elif canon is None or nxt is seen_as:
+                assert expansion is not None  # (expanded with hints)
                 walked = expansion.hint(number)
                 self.predicates.focus(step_.state, walked[2])
                 judgements = self._check_state(nxt, judged, walked[1]) if self.state_props else None

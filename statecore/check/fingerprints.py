@@ -1,11 +1,14 @@
 """A compact visited set: 64- or 128-bit fingerprints of nodes instead of the nodes.
 
-A fingerprint is a BLAKE2b digest of a canonical byte encoding of the node,
-so it is the same in every process and on every machine (Python's own
-``hash`` is salted per process for strings, and the parallel search routes
-each node to the process that owns its fingerprint). Values that compare
-equal encode equally: a tuple subclass (a record, a snapshot) encodes as its
-items, a bool as its int, a frozenset as its sorted items.
+A fingerprint is built from BLAKE2b digests of a canonical byte encoding of
+each part of the node (`Fingerprinter`), so it is the same in every process
+and on every machine (Python's own ``hash`` is salted per process for
+strings, and the parallel search routes each node to the process that owns
+its fingerprint). Values that compare equal encode equally: a tuple subclass
+(a record, a snapshot) encodes as its items, a bool as its int, a frozenset
+as its sorted items. A one-process search works each successor's
+fingerprint out from its parent's (`FingerprintStore.expanding`,
+`FingerprintStore.reached`).
 
 `FingerprintStore` keeps, per visited node, its fingerprint, its parent's
 index and the index of the action taken (dense arrays, in insertion order)
@@ -59,35 +62,105 @@ class FingerprintError(DefinitionError):
 
 
 class Fingerprinter:
-    """The fingerprint of a node: an int of `bits` bits, never 0, stable across processes."""
+    """The fingerprint of a node: an int of `bits` bits, never 0, stable across processes.
+
+    A node's fingerprint is the sum, modulo ``2**bits``, of one hash per
+    position (each slot, global and monitor state): a BLAKE2b digest of the
+    part's encoding, personalised by its position. Two distinct nodes differ
+    at some position, and that position's digest enters one sum and not the
+    other, so they share a fingerprint with probability ``2**-bits``, as with
+    one digest of the whole node. A sum changes where a step wrote and nowhere
+    else, so a successor's fingerprint is its parent's with the written
+    positions' digests swapped (`moved`): a step writes one or two parts of
+    dozens.
+    """
 
     def __init__(self, bits: int = 64) -> None:
         if bits not in BITS:
             raise ValueError(f"fingerprints must be one of {BITS} bits, got {bits}")
         self.bits = bits
         self._size = bits // 8
+        self._mask = (1 << bits) - 1
         self._cache: dict[Hashable, bytes] = {}
+        # Per position, the digests of the parts met there by the identity of the objects
+        # (most are the memos' shared objects, met again and again): an int's hash, where a
+        # record's is worked out item by item. Each is kept alive while remembered.
+        self._known: list[dict[int, int]] = []
+        self._kept: list[Hashable] = []
 
     def __call__(self, node: Hashable) -> int:
-        digest = blake2b(self.encode_node(node), digest_size=self._size).digest()
+        if isinstance(node, tuple) and node and type(node[0]) is SystemState:
+            return self.raw(node) or 1
+        digest = blake2b(self.encode(node), digest_size=self._size).digest()
         return int.from_bytes(digest, "little") or 1
 
-    def encode_node(self, node: Any) -> bytes:
-        """The canonical bytes of an explorer node.
+    def raw(self, node: Node) -> int:
+        """The sum of the digests of `node`'s parts (its fingerprint, but where that is 1
+        for a sum of 0): what `moved` works from."""
+        state = node[0]
+        items = (*state[0], *state[1], *node[1:])
+        known = self._known
+        while len(known) < len(items):
+            known.append({})
+        digests = list(map(dict.get, known, map(id, items)))
+        if None in digests:
+            for position, digest in enumerate(digests):
+                if digest is None:
+                    digests[position] = self._digest(position, items[position])
+        return sum(digests) & self._mask  # type: ignore[arg-type]  # every None was filled
 
-        A node is ``(SystemState, *monitor_states)`` of a fixed shape, so it
-        encodes as its slots, globals and monitor states in turn; each of
-        those recurs across nodes and its bytes are remembered.
-        """
-        if not (isinstance(node, tuple) and node and type(node[0]) is SystemState):
-            return self.encode(node)
+    def moved(self, raw: int, node: Node, nxt: Node, writes: int) -> int:
+        """`raw` of `nxt`, given `raw` of `node`: `nxt` is `node` with the slots and globals
+        of the flat positions in the bit mask `writes` replaced, and maybe its monitor states."""
+        (slots, values), (new_slots, new_values) = node[0], nxt[0]
+        width = len(slots)
+        known = self._known
+        while writes:
+            low = writes & -writes
+            position = low.bit_length() - 1
+            writes ^= low
+            if position < width:
+                old, new = slots[position], new_slots[position]
+            else:
+                old, new = values[position - width], new_values[position - width]
+            if old is not new:
+                get = known[position].get
+                was, now = get(id(old)), get(id(new))
+                if was is None:
+                    was = self._digest(position, old)
+                if now is None:
+                    now = self._digest(position, new)
+                raw += now - was
+        position = width + len(values)
+        for old, new in zip(node[1:], nxt[1:]):
+            if old is not new:
+                raw += self._at(position, new) - self._at(position, old)
+            position += 1
+        return raw & self._mask
+
+    def _at(self, position: int, part: Hashable) -> int:
+        digest = self._known[position].get(id(part))
+        return self._digest(position, part) if digest is None else digest
+
+    def _digest(self, position: int, part: Hashable) -> int:
+        """The digest of `part` at `position`, an object not met there (or forgotten)."""
+        data = self._cache.get(part) or self._remember(part)
+        person = b"%d" % position
+        digest = blake2b(data, digest_size=self._size, person=person).digest()
+        value = int.from_bytes(digest, "little")
+        if len(self._kept) >= _CACHE:
+            self._kept.clear()
+            for known in self._known:
+                known.clear()
+        self._known[position][id(part)] = value
+        self._kept.append(part)
+        return value
+
+    def encode_node(self, node: Node) -> bytes:
+        """The canonical bytes of an explorer node: its slots, globals and monitor states in
+        turn (an order every process agrees on, whatever its hash seed)."""
         items = (*node[0].slots, *node[0].values, *node[1:])
-        parts = list(map(self._cache.get, items))
-        if None in parts:
-            for index, part in enumerate(parts):
-                if part is None:
-                    parts[index] = self._remember(items[index])
-        return b"".join(parts)  # type: ignore[arg-type]
+        return b"".join([self._cache.get(item) or self._remember(item) for item in items])
 
     def _remember(self, value: Hashable) -> bytes:
         data = self.encode(value)
@@ -158,7 +231,8 @@ class FingerprintStore:
         partitions: int = 1,
     ) -> None:
         self.system = system
-        self.fingerprint: Callable[[Hashable], int] = Fingerprinter(bits)
+        self.fingerprinter = Fingerprinter(bits)
+        self.fingerprint: Callable[[Hashable], int] = self.fingerprinter
         self.canon = canon
         self.step_monitors = step_monitors
         self.partition = partition
@@ -216,6 +290,21 @@ class FingerprintStore:
             self._parent_ref = index * self.partitions + self.partition
             self._parent = node
         return self._parent_ref
+
+    def expanding(self, node: Node) -> int:
+        """The successors of visited `node` are next: its reference is remembered, and its
+        `Fingerprinter.raw` sum returned for `reached`."""
+        raw = self.fingerprinter.raw(node)
+        index = self.find(raw or 1)
+        assert index >= 0, "a parent is visited before its successors"
+        self._parent, self._parent_ref = node, index * self.partitions + self.partition
+        return raw
+
+    def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
+        """`nxt` is `node` (of sum `raw`) where its step wrote the flat positions `writes`:
+        its fingerprint, for the `in` or `setdefault` next, is worked out from those alone."""
+        self._key = nxt
+        self._key_fp = self.fingerprinter.moved(raw, node, nxt, writes) or 1
 
     def action_of(self, label: ActionLabel) -> int:
         try:

@@ -7,8 +7,11 @@ as four tuples (the node, its `SystemState`, the slots, the globals), a few
 hundred bytes apiece. `Frontier` keeps a node as one number per part (each
 slot, each global, each monitor state), two bytes each while they fit, all
 of a level's in one flat array, and each part once in a table per position,
-shared by every level of the search (`Parts`). A node is built again when it
-is expanded: no walk hints (`statecore.check.stepcache`) survive that.
+shared by every level of the search (`Parts`). A packed node is built again
+when it is expanded: no walk hints (`statecore.check.stepcache`) survive
+that. So a level keeps its first nodes as they are (`UNPACKED`, a few
+megabytes), and the search their hints: a level of a moderate search is
+never packed, and loses nothing to it.
 
 Equal parts at one position share a number only if they are alike
 (`statecore.check.values.alike`: one `strict` form), so a node comes back
@@ -30,7 +33,7 @@ from .predicates import Judgements
 from .stepcache import Hint
 from .values import alike, strict
 
-__all__ = ["Frontier", "Level", "NodeHint", "Outgoing", "Parts", "new_level"]
+__all__ = ["UNPACKED", "Frontier", "Level", "NodeHint", "Outgoing", "Parts", "new_level"]
 
 Node = tuple[Any, ...]
 
@@ -39,6 +42,9 @@ NodeHint = tuple[Hint | None, Judgements | None]
 hint (`statecore.check.stepcache.SuccessorCache.expand`) and what decided each predicate judged
 on it (`statecore.check.predicates.Judgements`); each None where not known."""
 
+UNPACKED = 1 << 15
+"""The nodes a level keeps as they are before it packs the rest (with their hints, a few
+hundred bytes each)."""
 _NARROW = 0xFFFF  # the largest number two bytes hold
 _KEPT = 1 << 17  # parts remembered by identity at most
 _new = tuple.__new__  # builds a named tuple without its Python-level __new__
@@ -116,15 +122,27 @@ class Parts:
 
 
 class Frontier:
-    """A list of nodes (``append``, ``len``, iteration in order), ``width`` numbers each: two
-    bytes a number while every position has met at most 65,536 parts, four from then on."""
+    """A list of nodes (``append``, ``len``, iteration in order): the first `unpacked` as they
+    are, the rest ``width`` numbers each, two bytes a number while every position has met at
+    most 65,536 parts, four from then on."""
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: Parts, unpacked: int = 0) -> None:
         self.parts = parts
+        self._plain: list[Node] = []
+        self._room = unpacked  # nodes still kept as they are
         self._codes = array("I" if parts.wide else "H")
-        self._length = 0  # (a system with no slot, global or monitor has 0 numbers a node)
+        self._length = 0  # packed (a system with no slot, global or monitor has 0 numbers a node)
+
+    @property
+    def packing(self) -> bool:
+        """Whether nodes appended now are packed."""
+        return not self._room
 
     def append(self, node: Node) -> None:
+        if self._room:
+            self._plain.append(node)
+            self._room -= 1
+            return
         codes = self.parts.codes(node)
         if self.parts.wide and self._codes.typecode == "H":
             self._codes = array("I", self._codes)
@@ -132,21 +150,25 @@ class Frontier:
         self._length += 1
 
     def __len__(self) -> int:
-        return self._length
+        return len(self._plain) + self._length
 
     def __bool__(self) -> bool:
-        return self._length > 0
+        return bool(self._plain) or self._length > 0
 
     def __iter__(self) -> Iterator[Node]:
+        yield from self._plain
         width, build = self.parts.width, self.parts.node
         row = iter(self._codes)
         for _ in range(self._length):
             yield build(islice(row, width))
 
     def __getitem__(self, index: int) -> Node:
-        width = self.parts.width
+        width, plain = self.parts.width, len(self._plain)
         if not 0 <= index < len(self):
             raise IndexError(index)
+        if index < plain:
+            return self._plain[index]
+        index -= plain
         return self.parts.node(self._codes[index * width : (index + 1) * width])
 
 
@@ -154,8 +176,9 @@ Level = list[Node] | Frontier  # what a search queues a level's nodes in
 
 
 def new_level(parts: Parts | None) -> Level:
-    """An empty level to queue nodes in: packed into `parts` (None: a plain list)."""
-    return [] if parts is None else Frontier(parts)
+    """An empty level to queue nodes in: packed into `parts` past its first `UNPACKED` nodes
+    (None: a plain list)."""
+    return [] if parts is None else Frontier(parts, UNPACKED)
 
 
 class Outgoing:

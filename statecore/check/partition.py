@@ -304,7 +304,7 @@ class Share:
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
-        walks = explorer.hinted
+        walks = explorer.hinted and explorer.parts is None  # (hints of received nodes: none)
         hints = self.hints
         deeper_hints: list[NodeHint | None] | None = [] if walks else None
         current: Node | None = None
