@@ -9,9 +9,11 @@ median. Each side is laid out as the installed package is (``models/`` as
 archive``, so each runs its own models: a change to a model is measured too.
 
 The searches: the bundled ``chunk_transfer`` (what ``statecore check`` spends its
-time on; one id, no symmetry) and the explore benchmark's model at N=3 K=2 G=2
-(symmetric ids: most new states are renamed). Each prints its states, so a pair
-that searched different spaces shows it.
+time on; one id, no symmetry), with full states and with 64-bit fingerprints; the
+first 100,000 states of ``chunk_transfer`` at two ids with 64-bit fingerprints (ids
+symmetric: the search the complete two-id check runs, bounded); and the explore
+benchmark's model at N=3 K=2 G=2 (symmetric ids: most new states are renamed). Each
+prints its states, so a pair that searched different spaces shows it.
 
 Run: ``python benchmarks/against.py REV [--pairs N]``. The last line is
 ``RESULT <search>=<median ratio> ...``.
@@ -41,6 +43,11 @@ SEARCHES = {
         "from statecore.registry import bundled\n"
         "system = next(t for t in bundled() if t.name == 'chunk_transfer').load()\n"
         "options = {'fingerprints': 64}\n"
+    ),
+    "chunk_transfer ids=2, 64-bit fingerprints, 100,000 states": (
+        "from statecore.models.chunk_transfer import ChunkTransferConfig, build\n"
+        "system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))\n"
+        "options = {'fingerprints': 64, 'max_states': 100_000, 'stop_on_violation': False}\n"
     ),
     "model N=3 K=2 G=2": (
         f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
