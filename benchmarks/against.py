@@ -126,6 +126,14 @@ def pairs(base: Path, this: Path, search: str, count: int) -> list[float]:
     return ratios
 
 
+def result_key(search: str) -> str:
+    """`search`'s name on the RESULT line: its first word, ``_ids2`` for two ids, ``_fp``
+    for fingerprints (``chunk_transfer_ids2_fp``)."""
+    return (
+        search.split()[0].rstrip(",") + "_ids2" * ("ids=2" in search) + "_fp" * ("finger" in search)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev", help="the revision to measure against (e.g. HEAD~3)")
@@ -142,10 +150,7 @@ def main() -> None:
             print(f"{search}: CPU s with {args.rev}, with this tree, ratio")
             medians[search] = statistics.median(pairs(base, this, search, args.pairs))
             print(f"  median ratio {medians[search]:.3f}", flush=True)
-    shown = " ".join(
-        f"{name.split()[0].rstrip(',')}{'_fp' * ('finger' in name)}={ratio:.3f}"
-        for name, ratio in medians.items()
-    )
+    shown = " ".join(f"{result_key(name)}={ratio:.3f}" for name, ratio in medians.items())
     print(f"RESULT {shown}")
 
 

@@ -116,6 +116,14 @@ def test_the_scale_goal_reports_the_check_it_ran(
     assert got["violated"] == violated
 
 
+def test_each_search_against_times_has_its_own_result_key() -> None:
+    """`benchmarks/against.py`'s RESULT line names each search apart."""
+    bench = load("against")
+    keys = [bench.result_key(search) for search in bench.SEARCHES]
+    assert len(set(keys)) == len(keys)
+    assert "chunk_transfer_ids2_fp" in keys
+
+
 def test_against_runs_each_side_on_its_own_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,7 @@ from system_strategies import systems as random_systems
 
 from statecore.check.explore import explore
 from statecore.check.fingerprints import (
+    ROOT,
     Fingerprinter,
     FingerprintError,
     FingerprintStore,
@@ -211,6 +212,9 @@ def test_a_successor_fingerprint_worked_out_from_its_parents_is_its_own(
     warm = Fingerprinter(bits)
     for other in data.draw(st.lists(_NESTED, max_size=4)):
         warm((SystemState((), (other,)),))
+    if slots != globals_ and data.draw(st.booleans()):  # the same mask met in another layout
+        elsewhere = state_node(parent, globals_, slots), state_node(child, globals_, slots)
+        warm.moved(warm.raw(elsewhere[0]), *elsewhere, writes)
     raw = warm.raw(first)
     assert (warm.moved(raw, first, second, writes) or 1) == Fingerprinter(bits)(second)
 
@@ -251,6 +255,32 @@ def test_the_store_finds_what_it_holds_across_growth(bits: int, fps: list[int]) 
     for index, fp in enumerate(fps):
         assert store.find(fp) == index
         assert store.entry(index) == (fp, index, index % 7)
+
+
+@pytest.mark.parametrize("bits", [64, 128])
+@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from(["find", "add", "in", "set"]))))
+@settings(max_examples=200, deadline=None)
+def test_the_store_adds_where_its_last_miss_probed(bits: int, ops: list[tuple[int, str]]) -> None:
+    """A node `in` missed is added at the slot its probe ended on (no second probe), whatever
+    was looked up in between: the store answers as a dict of the fingerprints added."""
+    store = FingerprintStore(systems()["segments"](), bits, lambda n: n, lambda m, o: (m, []))
+    store.fingerprint = lambda node: node  # type: ignore[assignment,return-value]  # fp = node
+    held: dict[int, int] = {}
+    for fp, op in ops:
+        fp = fp * (2**bits // 64) or 1  # fingerprints that share the table's low bits
+        if op == "find":
+            assert store.find(fp) == held.get(fp, -1)
+        elif op == "add" and fp not in held:
+            held[fp] = store.add(fp, ROOT, 0)
+        elif op == "in":
+            assert (fp in store) == (fp in held)
+        elif op == "set":
+            before = len(store)
+            store.setdefault(fp, None)  # type: ignore[arg-type]  # an initial node's entry
+            assert len(store) == before + (fp not in held)
+            held.setdefault(fp, before)
+    assert all(store.find(fp) == index for fp, index in held.items())
+    assert len(store) == len(held)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -87,6 +87,8 @@ class Fingerprinter:
         # record's is worked out item by item. Each is kept alive while remembered.
         self._known: list[dict[int, int]] = []
         self._kept: list[Hashable] = []
+        self._width = -1  # the slots of the nodes `moved` met last, and its split masks
+        self._written: dict[int, tuple[tuple[int, int, int], ...]] = {}
 
     def __call__(self, node: Hashable) -> int:
         if isinstance(node, tuple) and node and type(node[0]) is SystemState:
@@ -112,17 +114,16 @@ class Fingerprinter:
     def moved(self, raw: int, node: Node, nxt: Node, writes: int) -> int:
         """`raw` of `nxt`, given `raw` of `node`: `nxt` is `node` with the slots and globals
         of the flat positions in the bit mask `writes` replaced, and maybe its monitor states."""
-        (slots, values), (new_slots, new_values) = node[0], nxt[0]
-        width = len(slots)
+        old_state, new_state = node[0], nxt[0]
+        width = len(old_state[0])
+        if width != self._width:  # another system's layout: the split masks differ
+            self._width, self._written = width, {}
         known = self._known
-        while writes:
-            low = writes & -writes
-            position = low.bit_length() - 1
-            writes ^= low
-            if position < width:
-                old, new = slots[position], new_slots[position]
-            else:
-                old, new = values[position - width], new_values[position - width]
+        spots = self._written.get(writes)
+        if spots is None:
+            spots = self._spots(writes)
+        for position, part, index in spots:
+            old, new = old_state[part][index], new_state[part][index]
             if old is not new:
                 get = known[position].get
                 was, now = get(id(old)), get(id(new))
@@ -131,12 +132,22 @@ class Fingerprinter:
                 if now is None:
                     now = self._digest(position, new)
                 raw += now - was
-        position = width + len(values)
-        for old, new in zip(node[1:], nxt[1:]):
-            if old is not new:
-                raw += self._at(position, new) - self._at(position, old)
-            position += 1
+        if len(node) > 1:
+            position = width + len(old_state[1])
+            for old, new in zip(node[1:], nxt[1:]):
+                if old is not new:
+                    raw += self._at(position, new) - self._at(position, old)
+                position += 1
         return raw & self._mask
+
+    def _spots(self, writes: int) -> tuple[tuple[int, int, int], ...]:
+        """The flat positions in the bit mask `writes`, each as (position, 0 for the slots or
+        1 for the globals, index there); remembered per mask (a system's steps write few)."""
+        width = self._width
+        positions = [p for p in range(writes.bit_length()) if writes >> p & 1]
+        spots = tuple((p, 0, p) if p < width else (p, 1, p - width) for p in positions)
+        self._written[writes] = spots
+        return spots
 
     def _at(self, position: int, part: Hashable) -> int:
         digest = self._known[position].get(id(part))
@@ -250,6 +261,8 @@ class FingerprintStore:
         self._key_fp = 0
         self._parent: object = None  # the parent met last, and its reference
         self._parent_ref = ROOT
+        self._missed = -1  # the fingerprint `find` missed last (none was added since)
+        self._free = 0  # and the free slot its probe ended at
 
     # -- what the explorer asks ------------------------------------------------
 
@@ -267,7 +280,7 @@ class FingerprintStore:
     ) -> tuple[Node, ActionLabel] | None:
         """Add `node` if new and return `entry`; return None if it was there."""
         fp = self.fp_of(node)
-        if self.find(fp) >= 0:
+        if fp != self._missed and self.find(fp) >= 0:  # (``in`` just missed it: new)
             return None
         if entry is None:
             self.add(fp, ROOT, 0)
@@ -329,6 +342,7 @@ class FingerprintStore:
             if fps[index - 1] == low and (self.bits == 64 or self.wide[index - 1] == fp >> 64):
                 return index - 1
             slot = (slot + 1) & mask
+        self._missed, self._free = fp, slot  # where `add` puts it, if it comes next
         return -1
 
     def _fp_at(self, index: int) -> int:
@@ -346,8 +360,11 @@ class FingerprintStore:
         self.actions.append(action)
         if (index + 1) > _MAX_LOAD * len(self.table):
             self._grow()
+        elif fp == self._missed:  # the probe that missed it ended at a free slot
+            self.table[self._free] = index + 1
         else:
             self._place(fp, index + 1)
+        self._missed = -1
         return index
 
     def _place(self, fp: int, value: int) -> None:
