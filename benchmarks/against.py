@@ -11,9 +11,10 @@ archive``, so each runs its own models: a change to a model is measured too.
 The searches: the bundled ``chunk_transfer`` (what ``statecore check`` spends its
 time on; one id, no symmetry), with full states and with 64-bit fingerprints; the
 first 100,000 states of ``chunk_transfer`` at two ids with 64-bit fingerprints (ids
-symmetric: the search the complete two-id check runs, bounded); and the explore
-benchmark's model at N=3 K=2 G=2 (symmetric ids: most new states are renamed). Each
-prints its states, so a pair that searched different spaces shows it.
+symmetric: the search the complete two-id check runs, bounded), on one process and
+on two (the CPU seconds of all processes); and the explore benchmark's model at
+N=3 K=2 G=2 (symmetric ids: most new states are renamed). Each prints its states, so
+a pair that searched different spaces shows it.
 
 Run: ``python benchmarks/against.py REV [--pairs N]``. The last line is
 ``RESULT <search>=<median ratio> ...``.
@@ -49,6 +50,12 @@ SEARCHES = {
         "system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))\n"
         "options = {'fingerprints': 64, 'max_states': 100_000, 'stop_on_violation': False}\n"
     ),
+    "chunk_transfer ids=2, 64-bit fingerprints, 2 workers, 100,000 states": (
+        "from statecore.models.chunk_transfer import ChunkTransferConfig, build\n"
+        "system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))\n"
+        "options = {'fingerprints': 64, 'max_states': 100_000, 'stop_on_violation': False,\n"
+        "           'workers': 2}\n"
+    ),
     "model N=3 K=2 G=2": (
         f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
         "from explore import Bound, model\n"
@@ -58,12 +65,15 @@ SEARCHES = {
 """Search name -> the code that builds its system (and `options`, explore's keywords)."""
 
 TIMED = (
-    "import json, time\n"
+    "import json, resource, time\n"
     "import statecore\n"
     "from statecore.check.explore import explore\n"
     "cpu = time.process_time()\n"
     "report = explore(system, **globals().get('options', {}))\n"
-    "print(json.dumps([time.process_time() - cpu, report.states, statecore.__file__]))\n"
+    "cpu = time.process_time() - cpu\n"
+    "workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # (those of a parallel search)\n"
+    "cpu += workers.ru_utime + workers.ru_stime\n"
+    "print(json.dumps([cpu, report.states, statecore.__file__]))\n"
 )
 
 
@@ -128,10 +138,9 @@ def pairs(base: Path, this: Path, search: str, count: int) -> list[float]:
 
 def result_key(search: str) -> str:
     """`search`'s name on the RESULT line: its first word, ``_ids2`` for two ids, ``_fp``
-    for fingerprints (``chunk_transfer_ids2_fp``)."""
-    return (
-        search.split()[0].rstrip(",") + "_ids2" * ("ids=2" in search) + "_fp" * ("finger" in search)
-    )
+    for fingerprints, ``_2w`` for two workers (``chunk_transfer_ids2_fp_2w``)."""
+    marks = (("ids=2", "_ids2"), ("finger", "_fp"), ("2 workers", "_2w"))
+    return search.split()[0].rstrip(",") + "".join(m for k, m in marks if k in search)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ bound, and keep at most 40 bytes a state.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 import subprocess
@@ -219,24 +220,32 @@ def test_a_successor_fingerprint_worked_out_from_its_parents_is_its_own(
     assert (warm.moved(raw, first, second, writes) or 1) == Fingerprinter(bits)(second)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("name", sorted(systems()))
 def test_the_search_works_out_each_successor_fingerprint_as_a_whole_one(
-    name: str, monkeypatch: pytest.MonkeyPatch
+    name: str, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On every bundled target: each fingerprint a search worked out from the parent's is
-    the successor's own, worked out whole by a fresh fingerprinter."""
+    """On every bundled target, on one process and on two: each fingerprint a search worked
+    out from the parent's is the successor's own, worked out whole by a fresh fingerprinter."""
     reached = FingerprintStore.reached
     whole = Fingerprinter(64)  # its own caches: nothing learned from the search's
-    checked = []
+    checked = multiprocessing.get_context("fork").Value("l", 0)  # counted by forked workers too
 
     def checking(self: FingerprintStore, raw: int, node: Any, nxt: Any, writes: int) -> None:
         reached(self, raw, node, nxt, writes)
         assert self._key is nxt and self._key_fp == whole(nxt)
-        checked.append(1)
+        with checked.get_lock():
+            checked.value += 1
 
     monkeypatch.setattr(FingerprintStore, "reached", checking)
-    report = explore(systems()[name](), stop_on_violation=False, fingerprints=64, max_states=2_000)
-    assert len(checked) >= report.transitions // 2  # most successors (renamed ones are whole)
+    report = explore(
+        systems()[name](),
+        stop_on_violation=False,
+        fingerprints=64,
+        max_states=2_000,
+        workers=workers,
+    )
+    assert checked.value >= report.transitions // 2  # most successors (renamed ones are whole)
 
 
 # -- the store ---------------------------------------------------------------------------

@@ -212,11 +212,17 @@ def test_forgetting_objects_by_identity_forgets_their_ids_too(
     assert [type(n[0].values[0][0]) for n in level] == forms
 
 
+@pytest.mark.parametrize("unpacked", [0, 10, frontier.UNPACKED])
 @pytest.mark.parametrize("bits", [64, 128])
-def test_successors_for_another_worker_come_back_as_queued(bits: int) -> None:
+def test_successors_for_another_worker_come_back_as_queued(
+    bits: int, unpacked: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether kept as they are (the first `UNPACKED`) or packed, in order."""
     from statecore.check.frontier import Outgoing
 
+    monkeypatch.setattr(frontier, "UNPACKED", unpacked)
     outgoing = Outgoing(Parts(SLOTS, GLOBALS, MONITORS), bits)
+    assert outgoing.nodes.packing == (unpacked == 0)
     items = [
         (
             node([i, True, (i,), 0, 1]),

@@ -9,6 +9,7 @@ bounds and unsupported combinations are handled as documented.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from typing import Any
 
@@ -16,16 +17,19 @@ import pytest
 from golden_targets import systems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from statecore.models.chunk_transfer import ChunkTransferConfig, build
 from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
 from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures, bundled_names
 from test_model_errors import jobs, running
 
+from statecore.check import frontier
 from statecore.check.explore import explore
+from statecore.check.predicates import PredicateCache
 from statecore.check.results import Report
 from statecore.errors import ActionRaisedError, PropertyRaisedError
 from statecore.properties import always, eventually
-from statecore.system import Action, Tx
+from statecore.system import Action, SystemState, Tx
 from statecore.traces.replay import replay
 
 
@@ -141,3 +145,27 @@ def test_partial_order_reduction_on_several_workers_is_refused_in_one_line() -> 
 def test_a_worker_count_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="workers must be 1 or more"):
         explore(systems()["segments"](), workers=0)
+
+
+def test_fingerprint_workers_keep_the_hints_of_their_unpacked_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker of a fingerprint search hands each node it reached from its own parent that
+    parent's judgements, as one process does: with levels packed past a few nodes its workers
+    judge the predicates more often, and find the same."""
+    judged = multiprocessing.get_context("fork").Value("l", 0)  # counted by the forked workers
+    original = PredicateCache.judge
+
+    def judge(self: PredicateCache, predicate: Any, state: SystemState) -> Any:
+        with judged.get_lock():
+            judged.value += 1
+        return original(self, predicate, state)
+
+    monkeypatch.setattr(PredicateCache, "judge", judge)
+    system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=0))
+    hinted = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+    judged_hinted, judged.value = judged.value, 0
+    monkeypatch.setattr(frontier, "UNPACKED", 4)
+    packed = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+    assert judged.value > judged_hinted
+    assert summary(packed) == summary(hinted)

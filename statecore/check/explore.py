@@ -309,9 +309,9 @@ class _Explorer:
         walk, judged = (None, None) if hint is None else hint
         queued = [] if deeper_hints is None else deeper_hints
         parents = self.parents
-        # A one-process fingerprint search works a successor's fingerprint out from its
-        # parent's, where the step wrote (its leaf's `writes`); POR's ample set is a subset.
-        store = parents if type(parents) is FingerprintStore and self.por is None else None
+        # A fingerprint search works a successor's fingerprint out from its parent's, where
+        # the step wrote (its leaf's `writes`); POR's ample set is a subset.
+        store = None if self.por is not None else getattr(parents, "incremental", None)
         try:
             if deeper_hints is not None or store is not None:
                 assert isinstance(self.successors, SuccessorCache)

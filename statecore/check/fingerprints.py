@@ -288,6 +288,11 @@ class FingerprintStore:
             self.add(fp, self.ref_of(entry[0]), self.action_of(entry[1]))
         return entry
 
+    @property
+    def incremental(self) -> FingerprintStore:
+        """The store whose `expanding` and `reached` the search calls: this one."""
+        return self
+
     def fp_of(self, node: object) -> int:
         """The fingerprint of `node` (the last one is remembered: `in` then assignment)."""
         if node is not self._key:

@@ -183,11 +183,13 @@ def new_level(parts: Parts | None) -> Level:
 
 class Outgoing:
     """Successors queued for another worker until the level's exchange, packed: the nodes in a
-    `Frontier`, their fingerprints (64 or 128 bits), parent references and actions in arrays.
-    Iterating gives ``(node, fingerprint, parent, action)`` in the order appended."""
+    `Frontier` (its first `UNPACKED` as they are: they travel as nodes, so packing them only
+    to build them again costs time a moderate level need not spend), their fingerprints (64
+    or 128 bits), parent references and actions in arrays. Iterating gives ``(node,
+    fingerprint, parent, action)`` in the order appended."""
 
     def __init__(self, parts: Parts, bits: int) -> None:
-        self.nodes = Frontier(parts)
+        self.nodes = Frontier(parts, UNPACKED)
         self._fps = [array("Q") for _ in range(bits // 64)]  # 64 bits each, lowest first
         self._refs = array("Q")
         self._actions = array("I")

@@ -30,7 +30,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
-from .frontier import Level, NodeHint, Outgoing, Parts, new_level
+from .frontier import Frontier, Level, NodeHint, Outgoing, Parts, new_level
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -151,8 +151,14 @@ class Partition:
     def __len__(self) -> int:
         return len(self.store)
 
+    @property
+    def incremental(self) -> FingerprintStore | None:
+        """With fingerprints, the store the search primes with each successor's fingerprint
+        (`FingerprintStore.reached`): this worker expands only nodes it holds there."""
+        return None if self.nodes is not None else self.store
+
     def __contains__(self, node: Node) -> bool:
-        fp = self.store.fingerprint(node)
+        fp = self.store.fp_of(node)
         if partition_of(fp, self.workers) != self.me:
             return True  # another worker's: not this one's to add
         return self.index(node, fp) >= 0
@@ -163,7 +169,7 @@ class Partition:
     def setdefault(
         self, node: Node, entry: tuple[Node, ActionLabel] | None
     ) -> tuple[Node, ActionLabel] | None:
-        fp = self.store.fingerprint(node)
+        fp = self.store.fp_of(node)
         parent, action = ROOT, 0
         if entry is not None:
             parent, action = self.ref_of(entry[0]), self.store.action_of(entry[1])
@@ -196,6 +202,8 @@ class Partition:
 
     def ref_of(self, node: object) -> int:
         """The reference of this worker's visited `node`: index * workers + worker."""
+        if self.nodes is None:  # (the store remembers the parent `expanding` met)
+            return self.store.ref_of(node)
         if node is not self._parent:
             index = self.index(node, self.store.fingerprint(node))  # type: ignore[arg-type]
             assert index >= 0, "a parent is visited before its successors"
@@ -304,22 +312,25 @@ class Share:
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
-        walks = explorer.hinted and explorer.parts is None  # (hints of received nodes: none)
+        walks = explorer.hinted  # (a received node has none; a packed one keeps none)
         hints = self.hints
-        deeper_hints: list[NodeHint | None] | None = [] if walks else None
+        kept: list[NodeHint | None] | None = [] if walks else None  # the hints of `deeper`
+        deeper_hints = kept
         current: Node | None = None
         stage = "init"
         try:
             if command == "init":
                 deeper = explorer._initial_nodes()
-                deeper_hints = [None] * len(deeper) if walks else None
+                deeper_hints = kept = [None] * len(deeper) if walks else None
             else:
                 self.base += 1
                 stage = "expand"
                 try:
                     for index, current in enumerate(self.frontier):
-                        hint = None if hints is None else hints[index]
+                        hint = hints[index] if hints is not None and index < len(hints) else None
                         explorer._expand(current, deeper, hint, deeper_hints)
+                        if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
+                            deeper_hints = None  # a packed node's hint would be lost
                         if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
                             report.out_of_memory = True
                             break
@@ -351,8 +362,7 @@ class Share:
             ref = ROOT if node is None else part.ref_of(node)
             report.error = (stage, traceback.format_exc(), ref)
         self.frontier = deeper
-        aligned = deeper_hints is not None and len(deeper_hints) == len(deeper)
-        self.hints = deeper_hints if aligned else None
+        self.hints = kept  # those of its first nodes (its unpacked ones), in order
         report.states, report.new = len(part), len(deeper)
         report.transitions = explorer.transitions
         report.findings, self.findings = self.findings, []
