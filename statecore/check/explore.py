@@ -56,7 +56,7 @@ from . import plain as _plain
 from . import results as _results
 from .counterexample import Node, PropertyFault, action_error, property_error, rebuild
 from .fingerprints import FingerprintStore, store_notes
-from .frontier import Frontier, Level, NodeHint, Parts, new_level
+from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
 from .memory import resident_memory
 from .monitor_steps import MonitorSteps
 from .parallel import parallel_search
@@ -281,10 +281,7 @@ class _Explorer:
                 self.stop = "violation"
                 return False
             self.depth = depth
-            hint = hints[index] if hints is not None and index < len(hints) else None
-            self._expand(node, deeper, hint, deeper_hints)
-            if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
-                deeper_hints = None  # a packed node's hint would be lost
+            deeper_hints = expand_hinted(self._expand, node, index, deeper, hints, deeper_hints)
             if index % _MEMORY_EVERY == 0 and self._out_of_memory():
                 self.stop = "max_memory"
                 return False

@@ -24,7 +24,7 @@ it is an object not met at its position before.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -33,7 +33,16 @@ from .predicates import Judgements
 from .stepcache import Hint
 from .values import alike, strict
 
-__all__ = ["UNPACKED", "Frontier", "Level", "NodeHint", "Outgoing", "Parts", "new_level"]
+__all__ = [
+    "UNPACKED",
+    "Frontier",
+    "Level",
+    "NodeHint",
+    "Outgoing",
+    "Parts",
+    "expand_hinted",
+    "new_level",
+]
 
 Node = tuple[Any, ...]
 
@@ -179,6 +188,24 @@ def new_level(parts: Parts | None) -> Level:
     """An empty level to queue nodes in: packed into `parts` past its first `UNPACKED` nodes
     (None: a plain list)."""
     return [] if parts is None else Frontier(parts, UNPACKED)
+
+
+def expand_hinted(
+    expand: Callable[[Node, Level, NodeHint | None, list[NodeHint | None] | None], None],
+    node: Node,
+    index: int,
+    deeper: Level,
+    hints: list[NodeHint | None] | None,
+    deeper_hints: list[NodeHint | None] | None,
+) -> list[NodeHint | None] | None:
+    """`expand` the `index`-th node of a level with its hint (none past `hints`' end) into
+    `deeper`; the list of `deeper`'s hints to go on filling: None once `deeper` packs, where a
+    node's hint would be lost (a level's hints are those of its unpacked first nodes)."""
+    hint = hints[index] if hints is not None and index < len(hints) else None
+    expand(node, deeper, hint, deeper_hints)
+    if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
+        return None
+    return deeper_hints
 
 
 class Outgoing:

@@ -30,7 +30,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
-from .frontier import Frontier, Level, NodeHint, Outgoing, Parts, new_level
+from .frontier import Level, NodeHint, Outgoing, Parts, expand_hinted, new_level
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -327,10 +327,9 @@ class Share:
                 stage = "expand"
                 try:
                     for index, current in enumerate(self.frontier):
-                        hint = hints[index] if hints is not None and index < len(hints) else None
-                        explorer._expand(current, deeper, hint, deeper_hints)
-                        if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
-                            deeper_hints = None  # a packed node's hint would be lost
+                        deeper_hints = expand_hinted(
+                            explorer._expand, current, index, deeper, hints, deeper_hints
+                        )
                         if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
                             report.out_of_memory = True
                             break
