@@ -70,6 +70,8 @@ _new_counts = tuple.__new__  # `Counts(...)` without NamedTuple's Python-level _
 ABSENT = Counts()
 
 _WITNESS = Counts(expected=1, sent=1)
+_PRESENCES = [Counts(e, s) for e in (None, 1) for s in (None, 1)]
+"""Counts with each watermark present or not: the table's four snapshots."""
 """Counts against which a payload's comparisons can be replayed (see `_witness`)."""
 
 _PRESENCE = {"expected": "has_expected", "sent": "has_sent"}
@@ -175,7 +177,7 @@ class WatermarkTable:
     event of the checked machine.
     """
 
-    __slots__ = ("_events", "_saves", "machine")
+    __slots__ = ("_clear_empties", "_events", "_saves", "machine")
 
     def __init__(self, machine: Machine | None = None) -> None:
         self.machine = machine = machine or presence_machine()
@@ -192,6 +194,10 @@ class WatermarkTable:
                     self._events[has_expected, has_sent, event.name] = _step(
                         machine, snapshot, event.name, {}
                     )
+        clears = [self.fire(counts, "clear")[1] for counts in _PRESENCES]
+        self._clear_empties = clears == [ABSENT] * len(clears)
+        """``clear`` leaves no count from any counts (the checked machine's does): `clear`
+        then only drops the entry."""
 
     def save(
         self,
@@ -233,6 +239,14 @@ class WatermarkTable:
             return step
         step, marks[ext] = self._save_checked(counts, kind, generation, confirmed, counter)
         return step
+
+    def clear(self, marks: dict[str, Counts], ext: str) -> None:
+        """The ``clear`` event on the watermarks ``marks[ext]``: absent counts are no entry."""
+        counts = marks.pop(ext, None)
+        if counts is not None and not self._clear_empties:
+            counts = self.fire(counts, "clear")[1]
+            if counts != ABSENT:
+                marks[ext] = counts
 
     def step(self, counts: Counts, event: str) -> Step:
         """The step of `event`, an event without fields (``clear``, ``rebuild_prompt``)."""

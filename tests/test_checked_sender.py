@@ -278,6 +278,22 @@ def test_clear_pops_both_and_a_reused_id_starts_afresh() -> None:
     assert {WATERMARKS.fire(counts, "clear")[1] for counts in COUNTS} == {Counts()}
 
 
+def test_a_table_whose_clear_keeps_a_count_keeps_the_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from statecore.models import segment_watermark_runtime as runtime
+
+    [name] = [t.name for t in runtime.UNBOUNDED.transitions if t.event == "clear"]
+    monkeypatch.setitem(runtime.EFFECTS, name, lambda s, p: {"expected": None})  # keeps `sent`
+    marks = {"e": Counts(3, 5), "f": Counts(3, None)}
+    table = runtime.WatermarkTable()
+    table.clear(marks, "e")
+    table.clear(marks, "f")
+    assert marks == {"e": Counts(None, 5)}
+    WATERMARKS.clear(marks, "e")  # the checked machine's: both go, and the entry
+    assert marks == {}
+
+
 def test_the_views_are_read_only() -> None:
     marks = Watermarks()
     with pytest.raises(TypeError):
@@ -298,17 +314,19 @@ def test_a_write_with_no_live_generation_is_dropped() -> None:
 
 def test_an_entry_lives_as_long_as_its_generation() -> None:
     payloads = GenerationPayloads()
-    owner = object()
+    owner = SenderGeneration("r1")
     payloads.open("e", owner)
+    assert payloads.generations == {"e": owner}
     payloads.setdefault("e", {})["codec"] = "r1"
     payloads.complete_segment("e", owner)
     payloads.on_failure("e", owner)
     assert payloads["e"] == {"codec": "r1"}  # kept across a segment end and a failure
-    payloads.release("e")
-    assert "e" not in payloads
+    payloads.release("e", owner)
+    assert "e" not in payloads and payloads.generations == {}
+    assert owner.request_state.state == "released"
     payloads["e"] = {"codec": "stale"}  # a stale processor after cleanup
     assert "e" not in payloads
-    payloads.open("e", object())  # the id reused: nothing inherited
+    payloads.open("e", SenderGeneration("r2"))  # the id reused: nothing inherited
     assert payloads.get("e") is None
     payloads.update({"e": {"codec": "r2"}})
     assert payloads == {"e": {"codec": "r2"}}
@@ -316,10 +334,21 @@ def test_an_entry_lives_as_long_as_its_generation() -> None:
 
 def test_opening_a_generation_drops_an_entry_left_over() -> None:
     payloads = GenerationPayloads()
-    payloads.open("e", object())
+    first = SenderGeneration("r1")
+    payloads.open("e", first)
     payloads["e"] = 1
-    payloads.open("e", object())
-    assert "e" not in payloads
+    payloads.open("e", SenderGeneration("r2"))
+    assert "e" not in payloads and first.request_state.state == "released"
+
+
+def test_releasing_a_generation_that_is_no_longer_the_ids_leaves_the_live_one() -> None:
+    payloads = GenerationPayloads()
+    old, live = SenderGeneration("r1"), SenderGeneration("r2")
+    payloads.open("e", live)
+    payloads.release("e", old)  # a late reclaim of a generation the id no longer has
+    assert payloads.generations == {"e": live} and payloads.status("e") == "open"
+    assert old.request_state.state == "released"
+    payloads.release("never-opened", None)  # idempotent: nothing lives there
 
 
 @pytest.mark.parametrize("write", ["__setitem__", "setdefault"])
@@ -330,7 +359,7 @@ def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_wri
 
     lock = threading.Lock()
     payloads = GenerationPayloads(lock)
-    owner = object()
+    owner = SenderGeneration("r1")
     with lock:  # the adapter, in save_async
         payloads.open("e", owner)
     with lock:  # the adapter, in _clear_sender_state_locked, while a processor writes
@@ -338,7 +367,7 @@ def test_a_write_waits_for_the_adapters_lock_so_a_release_under_it_drops_the_wri
         writer.start()
         writer.join(0.2)
         assert writer.is_alive()  # the write waits for the lock
-        payloads.release("e")
+        payloads.release("e", owner)
     writer.join()
     assert "e" not in payloads and payloads.status("e") is None
     assert not lock.locked()  # the write let go of it
@@ -349,7 +378,7 @@ def test_setdefault_gives_the_entry_there_and_stores_one_only_when_admitted() ->
 
     lock = threading.Lock()
     payloads = GenerationPayloads(lock)
-    payloads.open("e", object())
+    payloads.open("e", SenderGeneration("r1"))
     first = payloads.setdefault("e", {"codec": "r1"})
     assert payloads.setdefault("e", {"codec": "other"}) is first  # a read, as dict's
     assert payloads == {"e": {"codec": "r1"}} and not lock.locked()
@@ -359,11 +388,11 @@ def test_a_generation_is_a_row_of_the_request_state_table() -> None:
     from statecore.models.implementations.checked_sender import REQUEST_STATES
 
     payloads = GenerationPayloads()
-    owner = object()
+    owner = SenderGeneration("r1")
     payloads.open("e", owner)
     assert payloads.status("e") == "open"
     payloads["e"] = 1
-    payloads.complete_segment("e", object())  # another generation's late call: no effect
+    payloads.complete_segment("e", SenderGeneration("r0"))  # another generation: no effect
     assert payloads.status("e") == "open"
     payloads.on_failure("e", owner)
     assert payloads.status("e") == "failed" and payloads["e"] == 1

@@ -106,7 +106,6 @@ class CheckedSenderMixin:
     _snapshot_processor_request: Callable[[Any], Any]
     _accepts_new_token_ids: Callable[[Callable[..., Any]], bool]
     _queue_shm_cleanup_locked: Callable[[str, SenderGeneration], None]
-    _sender_generation_is_active: Callable[..., bool]
     cleanup: Callable[..., None]
     cleanup_receiver: Callable[[str], None]
 
@@ -115,7 +114,7 @@ class CheckedSenderMixin:
         self._watermarks = Watermarks(self._sender_state_lock)
         self._segment_generation = self._watermarks.generations
         self.requests_num_chunks_sent = self._watermarks.tokens
-        self.request_payload = GenerationPayloads(self._sender_state_lock)
+        self.request_payload = GenerationPayloads(self._sender_state_lock, self._sender_tokens)
 
     # -- save_async (CTA:370-492) -------------------------------------------------
 
@@ -166,8 +165,8 @@ class CheckedSenderMixin:
                     ext, kind, generation, int(confirmed_num_computed_tokens), counter is not None
                 )[1]
             if verdict == "admitted":
-                if token is None:
-                    token = self._sender_tokens[ext] = SenderGeneration(request.request_id)
+                if token is None:  # the id's live generation from now on (`_sender_tokens`)
+                    token = SenderGeneration(request.request_id)
                     self.request_payload.open(ext, token)
                 if is_finished:
                     token.fire_prepared(SAVE_TERMINAL)
@@ -268,24 +267,29 @@ class CheckedSenderMixin:
                 return
             payload_data = vllm.OmniPayloadStruct()  # a boundary's marker still goes out
         self._stamp_meta(payload_data, is_finished, is_segment_finished)
-        if sender_token is not None and not self._sender_generation_is_active(
-            ext, sender_token, is_terminal=is_finished
-        ):
-            _LOG.debug("Skipping cancelled chunk for request %s before connector put", ext)
-            return
-        if sender_token is not None:
+        lock = self._sender_state_lock
+        if sender_token is not None:  # CTA:751-762 `_sender_generation_is_active`, inlined
+            lock.acquire()
+            try:  # a terminal outlives cancellation: its fence is the machine's `begin`
+                active = self._sender_tokens.get(ext) is sender_token and (
+                    is_finished or not sender_token.cancelled
+                )
+            finally:
+                lock.release()
+            if not active:
+                _LOG.debug("Skipping cancelled chunk for request %s before connector put", ext)
+                return
             sender_token.num_puts = self.put_req_chunk[ext] + 1
         success, _size, _metadata = self.connector.put(
             from_stage=str(stage_id), to_stage=str(stage_id + 1), put_key=put_key, data=payload_data
         )
-        lock = self._sender_state_lock
         lock.acquire()
         try:  # CTA:842-861: advance the key counters
             if sender_token is not None:
                 if success and is_finished:
                     sender_token.terminal_sent = True
                 current = self._sender_tokens.get(ext) is sender_token
-                if not current or (sender_token.state == "retiring" and not is_finished):
+                if not current or (not is_finished and sender_token.state == "retiring"):
                     _LOG.debug("Ignoring completed put for retired request %s", ext)
                     return
             if success:
@@ -332,17 +336,14 @@ class CheckedSenderMixin:
     def _stamp_meta(self, payload: Any, is_finished: bool, is_segment_finished: bool) -> None:
         """``meta.finished`` and ``meta.is_segment_finished`` as 0.30.0 sets them (CTA:811-829)."""
         vllm = self._vllm
-        if payload.meta is None:
-            payload.meta = vllm.MetaStruct()
-        codec_lifetime = payload.meta.finished is not None and _truthy(
-            vllm, payload.meta.codec_streaming
-        )
+        meta = payload.meta
+        if meta is None:
+            meta = payload.meta = vllm.MetaStruct()
+        codec_lifetime = meta.finished is not None and _truthy(vllm, meta.codec_streaming)
         if not codec_lifetime:
-            payload.meta.finished = vllm.torch.tensor(is_finished, dtype=vllm.torch.bool)
-        if payload.meta.is_segment_finished is None:
-            payload.meta.is_segment_finished = vllm.torch.tensor(
-                is_segment_finished, dtype=vllm.torch.bool
-            )
+            meta.finished = vllm.tensor(is_finished, dtype=vllm.bool)
+        if meta.is_segment_finished is None:
+            meta.is_segment_finished = vllm.tensor(is_segment_finished, dtype=vllm.bool)
 
     def _end_segment(self, ext: str, token: SenderGeneration | None) -> None:
         """Segment-end post-processing (CTA:902-909): request-wide state is kept."""
@@ -364,22 +365,22 @@ class CheckedSenderMixin:
         with self._sender_state_lock:
             token = self._sender_tokens.get(external_req_id)
             if token is None:
-                self._clear_sender_state_locked(external_req_id)
+                self._clear_sender_state_locked(external_req_id, None)
             elif token.fire_prepared(CLEANUP).snapshot.state == "reclaimed":
                 self._reclaim_locked(external_req_id, token)
 
     def _reclaim_locked(self, ext: str, token: SenderGeneration) -> None:
         """The generation is ``reclaimed``: SHM keys queued, token popped, state cleared."""
         self._queue_shm_cleanup_locked(ext, token)
-        if self._sender_tokens.get(ext) is token:
-            del self._sender_tokens[ext]
-        self._clear_sender_state_locked(ext)
+        self._clear_sender_state_locked(ext, token)
 
-    def _clear_sender_state_locked(self, external_req_id: str) -> None:
-        """CTA:1029-1043: ``segment_watermark.clear`` and ``request_state.release``,
-        then the side tables keyed by the external id."""
+    def _clear_sender_state_locked(
+        self, external_req_id: str, token: SenderGeneration | None = None
+    ) -> None:
+        """CTA:1029-1043: ``segment_watermark.clear`` and ``request_state.release`` (of
+        `token`, popped from ``_sender_tokens``), then the side tables keyed by the id."""
         self._watermarks.clear(external_req_id)
-        self.request_payload.release(external_req_id)
+        self.request_payload.release(external_req_id, token)
         self.put_req_chunk.pop(external_req_id, None)
         self.code_prompt_token_ids.pop(external_req_id, None)
         getattr(self, "_qwen3_tts_emitted_frames", {}).pop(external_req_id, None)
@@ -492,7 +493,8 @@ class _VllmNames:
 
     def __init__(self) -> None:
         keys = importlib.import_module("vllm_omni.data_entry_keys")
-        self.torch = importlib.import_module("torch")
+        self.torch = torch = importlib.import_module("torch")
+        self.tensor, self.bool = torch.tensor, torch.bool  # the two the hot path calls
         self.unflatten_payload = keys.unflatten_payload
         self.OmniPayloadStruct = keys.OmniPayloadStruct
         self.MetaStruct = keys.MetaStruct

@@ -20,8 +20,11 @@ verified inside the ``chunk_transfer`` system:
 * `GenerationPayloads` - ``request_payload``, a dict whose entry for an id
   can be written only while that id's ``request_state`` generation is live:
   a stale processor can never recreate state after cleanup, and a request
-  reusing the id starts with none. Each generation is a row of the
-  ``request_state`` machine's table (`REQUEST_STATES`, `statecore.table`).
+  reusing the id starts with none. It also holds the live sender
+  generations by id (the adapter's ``_sender_tokens``): each sender
+  generation carries its request-state generation, a row of the
+  ``request_state`` machine's table (`REQUEST_STATES`, `statecore.table`),
+  so an id's lifecycle is one object that a request opens and releases once.
 
 `statecore.models.implementations.checked_chunk_transfer` builds the adapter
 on these. Only the standard library and statecore are used here, so this
@@ -38,7 +41,7 @@ from typing import Any
 
 from statecore import ACCEPTED, Instance, Prepared, prepare
 from statecore.runtime import SerialInstance
-from statecore.table import Table
+from statecore.table import Row, Table
 
 from ..request_state_machines import request_state_machine
 from ..segment_watermark_runtime import Counts, Step, WatermarkTable
@@ -80,6 +83,7 @@ _PAYLOAD_EVENTS = {
 }
 REQUEST_STATES = Table(REQUEST_STATE, (_GET_OR_CREATE, _RELEASE, *_PAYLOAD_EVENTS.values()))
 """The ``request_state`` machine tabulated for the events `GenerationPayloads` fires."""
+_REQUEST_STATE_OPENED = REQUEST_STATES.initial
 
 _CANCELLED = frozenset({"draining", "retiring"})
 _TERMINAL_PENDING = frozenset({"terminal_pending", "draining"})
@@ -98,9 +102,11 @@ class SenderGeneration(SerialInstance):
     ``cleanup_owed`` says that a graceful finish asked for the cleanup while
     the terminal was queued: the terminal's ``finally`` fires it
     (``cleanup``), after the tasks queued before the terminal went out.
+    ``request_state`` is the generation's ``request_state`` machine, as its
+    row of `REQUEST_STATES`: `GenerationPayloads` fires it.
     """
 
-    __slots__ = ("cleanup_owed", "num_puts", "owner", "terminal_sent")
+    __slots__ = ("cleanup_owed", "num_puts", "owner", "request_state", "terminal_sent")
 
     def __init__(self, owner: str) -> None:
         Instance.__init__(self, SENDER_GENERATION)  # `SerialInstance.__init__` only narrows it
@@ -108,6 +114,7 @@ class SenderGeneration(SerialInstance):
         self.num_puts = 0
         self.terminal_sent = False
         self.cleanup_owed = False
+        self.request_state: Row = _REQUEST_STATE_OPENED
 
     # `cancelled` and `retired` are read on every save and every send: they read the
     # state off the current node as `state` does, without that property's call.
@@ -193,9 +200,7 @@ class Watermarks:
         The id's entry goes with them; its counts after ``clear`` are absent
         whatever they were (``tests/test_checked_sender.py``).
         """
-        counts = self._marks.pop(ext, None)
-        if counts is not None:
-            WATERMARKS.step(counts, "clear")
+        WATERMARKS.clear(self._marks, ext)
 
 
 class _WatermarkView(Mapping[str, int]):
@@ -243,75 +248,84 @@ class GenerationPayloads(dict[str, Any]):
 
     A plain ``dict`` to the processors that use it (they test ``isinstance(...,
     dict)``, read, pop and assign). Each sender generation opens one
-    ``request_state`` generation (one namespace: the id's entry); a write for
-    an id with no live generation is dropped and logged: that is a stale
-    processor after cleanup, and 0.30.0 would have recreated state nobody
-    clears. Reads need no fence: ``release`` removes the entry with its
-    generation. The lifecycle calls name the sender generation they come
+    ``request_state`` generation (one namespace: the id's entry), carried by
+    the `SenderGeneration` itself (``request_state``). `generations` holds
+    the live sender generations by id (the adapter's ``_sender_tokens``): an
+    id is opened and released here, with its entry, in one place. A write
+    for an id with no live generation is dropped and logged: that is a
+    stale processor after cleanup, and 0.30.0 would have recreated state
+    nobody clears. Reads need no fence: ``release`` removes the entry with
+    its generation. The lifecycle calls name the sender generation they come
     from, so a late call of a reclaimed generation never reaches its successor.
 
-    A generation is its row of `REQUEST_STATES`, the machine tabulated
-    (`statecore.table`): one is opened per request, so an `Instance` each
-    would cost an object and a lock per request for a machine of six
-    snapshots. `lock` (the adapter's sender lock) serialises the fires: the
-    adapter holds it around ``open`` and ``release``; a write, a segment end
-    and a failure take it, so a write admitted by a live generation lands
-    before a ``release`` can pop it.
+    A request-state generation is a row of `REQUEST_STATES`, the machine
+    tabulated (`statecore.table`): one is opened per request, so an
+    `Instance` each would cost an object and a lock per request for a
+    machine of six snapshots. `lock` (the adapter's sender lock) serialises
+    the fires: the adapter holds it around ``open`` and ``release``; a
+    write, a segment end and a failure take it, so a write admitted by a
+    live generation lands before a ``release`` can pop it.
     """
 
-    def __init__(self, lock: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        lock: threading.Lock | None = None,
+        generations: dict[str, SenderGeneration] | None = None,
+    ) -> None:
         super().__init__()
         self.lock = lock or threading.Lock()
-        self._generations: dict[str, list[Any]] = {}
-        """ext -> [the sender generation that opened it, its `Row`] (a list: fires move the row)."""
+        self.generations: dict[str, SenderGeneration] = {} if generations is None else generations
+        """The live sender generations by external id (the adapter's ``_sender_tokens``)."""
 
     # -- the lifecycle (called by the adapter) ------------------------------------
 
-    def open(self, ext: str, owner: object) -> None:
-        """A new sender generation opened: a new request-state generation, no entry yet.
+    def open(self, ext: str, generation: SenderGeneration) -> None:
+        """`generation` opened for `ext`: it is the id's live one, with no entry yet.
 
         The adapter holds `lock`. A generation the id still had is released first.
         """
         dict.pop(self, ext, None)  # `dict`'s own methods, named: cheaper than super()
-        old = self._generations.get(ext)
-        if old is not None:
-            old[1] = old[1].edges[_RELEASE][1]
-        self._generations[ext] = [owner, REQUEST_STATES.initial]
+        old = self.generations.setdefault(ext, generation)
+        if old is not generation:
+            old.request_state = old.request_state.edges[_RELEASE][1]
+            self.generations[ext] = generation
 
-    def complete_segment(self, ext: str, owner: object) -> None:
+    def complete_segment(self, ext: str, generation: SenderGeneration) -> None:
         """Segment-end post-processing: request-wide state is kept."""
-        self._fire(ext, owner, _PAYLOAD_EVENTS["complete_segment"])
+        self._fire(ext, generation, _PAYLOAD_EVENTS["complete_segment"])
 
-    def on_failure(self, ext: str, owner: object) -> None:
+    def on_failure(self, ext: str, generation: SenderGeneration) -> None:
         """A send of the generation failed: the state is kept until cleanup."""
-        self._fire(ext, owner, _PAYLOAD_EVENTS["send_failed"])
+        self._fire(ext, generation, _PAYLOAD_EVENTS["send_failed"])
 
-    def release(self, ext: str) -> None:
-        """``_clear_sender_state_locked`` (the adapter holds `lock`): the generation is
-        released with its entry."""
-        held = self._generations.pop(ext, None)
-        if held is not None:
-            held[1] = held[1].edges[_RELEASE][1]
+    def release(self, ext: str, generation: SenderGeneration | None) -> None:
+        """``_clear_sender_state_locked`` (the adapter holds `lock`): the reclaimed
+        `generation` (None: the id had none) is released and, if it is the id's live
+        one, forgotten; the entry goes with it."""
+        if generation is not None:
+            generation.request_state = generation.request_state.edges[_RELEASE][1]
+            generations = self.generations
+            if generations.get(ext) is generation:
+                del generations[ext]
         dict.pop(self, ext, None)
 
     def status(self, ext: str) -> str | None:
         """The request-state generation's state (``open``, ``failed``), None if none lives."""
-        held = self._generations.get(ext)
-        return None if held is None else held[1].state
+        generation = self.generations.get(ext)
+        return None if generation is None else generation.request_state.state
 
-    def _fire(self, ext: str, owner: object, prepared: Prepared) -> None:
+    def _fire(self, ext: str, generation: SenderGeneration, prepared: Prepared) -> None:
         with self.lock:
-            held = self._generations.get(ext)
-            if held is not None and held[0] is owner:
-                held[1] = held[1].edges[prepared][1]
+            if self.generations.get(ext) is generation:
+                generation.request_state = generation.request_state.edges[prepared][1]
 
     # -- the dict the processors see --------------------------------------------------
 
     def _admits(self, ext: str) -> bool:
         """``get_or_create`` on the id's generation; the caller holds `lock`."""
-        held = self._generations.get(ext)
-        if held is not None:
-            outcome, held[1] = held[1].edges[_GET_OR_CREATE]
+        generation = self.generations.get(ext)
+        if generation is not None:
+            outcome, generation.request_state = generation.request_state.edges[_GET_OR_CREATE]
             if outcome.status is ACCEPTED:
                 return True
         _LOG.debug("request_payload[%r] written with no live sender generation: dropped", ext)
