@@ -70,9 +70,9 @@ _new_counts = tuple.__new__  # `Counts(...)` without NamedTuple's Python-level _
 ABSENT = Counts()
 
 _WITNESS = Counts(expected=1, sent=1)
-_PRESENCES = [Counts(e, s) for e in (None, 1) for s in (None, 1)]
-"""Counts with each watermark present or not: the table's four snapshots."""
 """Counts against which a payload's comparisons can be replayed (see `_witness`)."""
+_CLEAR_PROBES = [Counts(e, s) for e in (None, 0, 1_000_003) for s in (None, 0, 2_000_003)]
+"""Counts with each watermark absent, zero or large: what `clear` is tried on."""
 
 _PRESENCE = {"expected": "has_expected", "sent": "has_sent"}
 
@@ -194,10 +194,10 @@ class WatermarkTable:
                     self._events[has_expected, has_sent, event.name] = _step(
                         machine, snapshot, event.name, {}
                     )
-        clears = [self.fire(counts, "clear")[1] for counts in _PRESENCES]
+        clears = [self.fire(counts, "clear")[1] for counts in _CLEAR_PROBES]
         self._clear_empties = clears == [ABSENT] * len(clears)
-        """``clear`` leaves no count from any counts (the checked machine's does): `clear`
-        then only drops the entry."""
+        """``clear`` left no count from any of `_CLEAR_PROBES` (the checked machine's
+        ``pop_both`` sets both to None whatever they were): `clear` then only drops the entry."""
 
     def save(
         self,

@@ -294,6 +294,36 @@ def test_a_table_whose_clear_keeps_a_count_keeps_the_entry(
     assert marks == {}
 
 
+def test_the_checked_clear_is_a_pop_that_fires_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from statecore.models import segment_watermark_runtime as runtime
+
+    table = runtime.WatermarkTable()  # built with the checked `clear`: it empties every probe
+
+    def fired(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the checked clear fired the table")
+
+    monkeypatch.setattr(runtime.WatermarkTable, "fire", fired)
+    marks = {"e": Counts(1_000_003, 7)}
+    table.clear(marks, "e")
+    assert marks == {}
+
+
+def test_a_clear_that_keeps_large_counts_only_is_not_taken_for_a_pop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from statecore.models import segment_watermark_runtime as runtime
+
+    [name] = [t.name for t in runtime.UNBOUNDED.transitions if t.event == "clear"]
+
+    def keeps_large(s: Any, p: Any) -> dict[str, Any]:
+        return {"expected": None, "sent": s.sent if (s.sent or 0) > 1000 else None}
+
+    monkeypatch.setitem(runtime.EFFECTS, name, keeps_large)
+    marks = {"e": Counts(3, 2_000_003)}
+    runtime.WatermarkTable().clear(marks, "e")
+    assert marks == {"e": Counts(None, 2_000_003)}
+
+
 def test_the_views_are_read_only() -> None:
     marks = Watermarks()
     with pytest.raises(TypeError):
@@ -345,9 +375,12 @@ def test_releasing_a_generation_that_is_no_longer_the_ids_leaves_the_live_one() 
     payloads = GenerationPayloads()
     old, live = SenderGeneration("r1"), SenderGeneration("r2")
     payloads.open("e", live)
+    payloads["e"] = {"codec": "r2"}
     payloads.release("e", old)  # a late reclaim of a generation the id no longer has
     assert payloads.generations == {"e": live} and payloads.status("e") == "open"
-    assert old.request_state.state == "released"
+    assert payloads == {"e": {"codec": "r2"}} and old.request_state.state == "released"
+    payloads.release("e", None)  # "the id had none": not so, so the live one stays
+    assert payloads == {"e": {"codec": "r2"}} and payloads.status("e") == "open"
     payloads.release("never-opened", None)  # idempotent: nothing lives there
 
 

@@ -375,7 +375,7 @@ class CheckedSenderMixin:
         self._clear_sender_state_locked(ext, token)
 
     def _clear_sender_state_locked(
-        self, external_req_id: str, token: SenderGeneration | None = None
+        self, external_req_id: str, token: SenderGeneration | None
     ) -> None:
         """CTA:1029-1043: ``segment_watermark.clear`` and ``request_state.release`` (of
         `token`, popped from ``_sender_tokens``), then the side tables keyed by the id."""

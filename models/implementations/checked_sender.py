@@ -300,14 +300,15 @@ class GenerationPayloads(dict[str, Any]):
 
     def release(self, ext: str, generation: SenderGeneration | None) -> None:
         """``_clear_sender_state_locked`` (the adapter holds `lock`): the reclaimed
-        `generation` (None: the id had none) is released and, if it is the id's live
-        one, forgotten; the entry goes with it."""
+        `generation` (None: the id had none) is released; if it is the id's live one
+        (or there is none), it is forgotten and the entry goes with it. A generation the
+        id no longer has leaves the live one and its entry alone."""
         if generation is not None:
             generation.request_state = generation.request_state.edges[_RELEASE][1]
-            generations = self.generations
-            if generations.get(ext) is generation:
-                del generations[ext]
-        dict.pop(self, ext, None)
+        generations = self.generations
+        if generations.get(ext) is generation:  # the live one, or none lives
+            generations.pop(ext, None)
+            dict.pop(self, ext, None)
 
     def status(self, ext: str) -> str | None:
         """The request-state generation's state (``open``, ``failed``), None if none lives."""
