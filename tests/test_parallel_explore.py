@@ -23,10 +23,12 @@ from system_strategies import systems as random_systems
 from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures, bundled_names
 from test_model_errors import jobs, running
 
-from statecore.check import frontier
-from statecore.check.explore import explore
+from statecore.check import frontier, locality, parallel
+from statecore.check.explore import _Explorer, explore
+from statecore.check.partition import Partition
 from statecore.check.predicates import PredicateCache
 from statecore.check.results import Report
+from statecore.check.stepcache import ActionFault
 from statecore.errors import ActionRaisedError, PropertyRaisedError
 from statecore.properties import always, eventually
 from statecore.system import Action, SystemState, Tx
@@ -169,3 +171,70 @@ def test_fingerprint_workers_keep_the_hints_of_their_unpacked_nodes(
     packed = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
     assert judged.value > judged_hinted
     assert summary(packed) == summary(hinted)
+
+
+# -- routing by locality ----------------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True), st.data())
+def test_any_route_finds_what_one_process_finds(spec: SystemSpec, data: st.DataObject) -> None:
+    """Whatever positions nodes are routed by (none, a constant one that sends every node to
+    one worker, any subset), the workers find one process's states, verdicts and traces."""
+    system = build_system(spec)
+    width = len(system.slot_keys()) + len(system.globals)
+    route = tuple(data.draw(st.sets(st.integers(0, width - 1)), label="route")) if width else ()
+    bits = data.draw(st.sampled_from([0, 64]), label="bits")
+    one = explore(system, stop_on_violation=False, fingerprints=bits)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parallel, "route_positions", lambda *args: route)
+        two = explore(system, stop_on_violation=False, fingerprints=bits, workers=2)
+    assert summary(two) == summary(one)
+    assert_traces_real(system, two)
+
+
+def test_the_route_keeps_most_successors_with_their_parents_worker() -> None:
+    """On chunk_transfer at two ids the route is positions most steps leave alone: two workers
+    send each other far fewer successors than routing by fingerprint, which sends about half
+    of them, and find the same."""
+    system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
+    sent = multiprocessing.get_context("fork").Value("l", 0)  # counted by the forked workers
+    original = Partition.setdefault
+
+    def setdefault(self: Partition, node: Any, entry: Any) -> Any:
+        found = original(self, node, entry)
+        if self.owner(node, self.store.fp_of(node)) != self.me:
+            with sent.get_lock():
+                sent.value += 1
+        return found
+
+    one = explore(system, stop_on_violation=False, fingerprints=64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Partition, "setdefault", setdefault)
+        routed = explore(system, stop_on_violation=False, workers=2, fingerprints=64)
+        sent_routed, sent.value = sent.value, 0
+        patch.setattr(parallel, "route_positions", lambda *args: ())
+        by_fingerprint = explore(system, stop_on_violation=False, workers=2, fingerprints=64)
+    assert summary(routed) == summary(by_fingerprint) == summary(one)
+    assert sent.value > one.transitions / 4  # by fingerprint: about half of them
+    assert sent_routed < sent.value / 2
+
+
+def test_the_sample_routes_by_fingerprint_where_it_meets_an_error() -> None:
+    """An error in the coordinator's sample (an action that raises, say) is left to the
+    workers, routing by fingerprint: they report it with its trace as one process does."""
+
+    def audit(tx: Tx) -> None:
+        if tx.get("ticks") == 2:
+            raise ZeroDivisionError("audit divided by zero")
+        tx.require(False)
+
+    system = jobs(Action("audit", "auditor", audit))
+    judge = _Explorer(system, None, True, None, None, False, None)
+    initial = [judge._canon((state,)) for state in system.init_states()]
+    with pytest.raises(ActionFault):  # the sample meets it
+        locality.route_positions(initial, judge.successors, judge._canon, 2)
+    with pytest.raises(ActionRaisedError) as raised:
+        explore(system, workers=2)
+    assert raised.value.trace is not None and len(raised.value.trace) == 2
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)

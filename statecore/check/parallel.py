@@ -1,9 +1,10 @@
-"""Exploration on every core: the frontier partitioned by fingerprint across processes.
+"""Exploration on every core: the frontier partitioned across processes.
 
-Each of N worker processes owns the nodes whose fingerprint falls in its
-partition: it keeps their visited set, expands them, and sends every
-successor it does not own to the owner, which deduplicates it and judges it
-(`statecore.check.partition`, one worker's share). The search is
+Each of N worker processes owns the nodes routed to it (by the positions
+`statecore.check.locality` picks from a sample the coordinator explores
+first, else by fingerprint): it keeps their visited set, expands them, and
+sends every successor it does not own to the owner, which deduplicates it
+and judges it (`statecore.check.partition`, one worker's share). The search is
 level-synchronous: every worker expands depth d, exchanges successors, and
 reports to the coordinating process before any worker starts depth d + 1.
 So every node is reached by a shortest path and the counts, verdicts and
@@ -41,14 +42,16 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..properties import Property
+from ..properties import EMPTY_MONITOR, Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
+from .locality import route_positions
 from .partition import Finding, LevelReport, Plan, Share, partition_of, process_hash
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
@@ -148,6 +151,7 @@ class ParallelSearch:
     def run(self) -> Report:
         start = time.perf_counter()
         try:
+            self.plan = replace(self.plan, route=self._route())
             self._start()
             complete, stop = self._search(start)
             taken: Counter[Any] = Counter()
@@ -160,6 +164,21 @@ class ParallelSearch:
             raise ExplorationInterrupted(report) from None
         finally:
             self._close()
+
+    def _route(self) -> tuple[int, ...]:
+        """The positions nodes are routed by (`statecore.check.locality`): where the workers
+        are forked (`hash` is one function in all of them), from a sample the coordinator's
+        explorer searches; by fingerprint where the sample meets an error, which the workers
+        then meet and report as one process would."""
+        if self.stable_routes:
+            return ()
+        judge = self.judge
+        try:
+            monitors = tuple(EMPTY_MONITOR for _ in judge.monitors)
+            initial = [judge._canon((state, *monitors)) for state in self.system.init_states()]
+            return route_positions(initial, judge.successors, judge._canon, self.workers)
+        except Exception:
+            return ()
 
     # -- the workers, as forked processes ---------------------------------------------
 

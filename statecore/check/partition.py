@@ -1,6 +1,7 @@
 """One worker's share of a partitioned search, whatever carries nodes between workers.
 
-A worker owns the nodes whose fingerprint falls in its partition: it keeps
+A worker owns the nodes routed to it (`Plan.route`; by default, by
+fingerprint: `partition_of`): it keeps
 their visited set (`Partition`), expands them one depth level at a time, and
 sends every successor it does not own to its owner, which deduplicates it
 and judges it (`Share`). The worker runs the one-process explorer's own code
@@ -31,6 +32,7 @@ from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .frontier import Level, NodeHint, Outgoing, Parts, expand_hinted, new_level
+from .locality import owner_by
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -72,7 +74,9 @@ class Plan:
 
     `stable_routes`, where the workers are not forked from one process: route
     full states by their fingerprint, and pick each orbit's representative
-    by `OrbitMinimum`, both the same in every process.
+    by `OrbitMinimum`, both the same in every process. `route`, the positions
+    a node's owner is worked out from (`statecore.check.locality`; empty: its
+    fingerprint).
     """
 
     explorer_class: type
@@ -83,6 +87,7 @@ class Plan:
     workers: int
     fingerprints: int
     stable_routes: bool = False
+    route: tuple[int, ...] = ()
 
 
 class OrbitMinimum:
@@ -129,10 +134,18 @@ class Partition:
     dict beside the fingerprints), for results that do not depend on hashes.
     """
 
-    def __init__(self, store: FingerprintStore, exact: bool, parts: Parts | None = None) -> None:
+    def __init__(
+        self,
+        store: FingerprintStore,
+        exact: bool,
+        parts: Parts | None = None,
+        route: tuple[int, ...] = (),
+    ) -> None:
         self.store = store
         self.me = store.partition
         self.workers = store.partitions
+        slots = len(store.system.slot_keys())
+        self.route = owner_by(route, slots, self.workers) if route else None
         self.nodes: dict[Node, int] | None = {} if exact else None
         self.parts = parts  # with fingerprints: the outbox is packed (`Outgoing`)
         self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
@@ -157,9 +170,13 @@ class Partition:
         (`FingerprintStore.reached`): this worker expands only nodes it holds there."""
         return None if self.nodes is not None else self.store
 
+    def owner(self, node: Node, fp: int) -> int:
+        """The worker that holds `node`, of fingerprint `fp`."""
+        return partition_of(fp, self.workers) if self.route is None else self.route(node)
+
     def __contains__(self, node: Node) -> bool:
         fp = self.store.fp_of(node)
-        if partition_of(fp, self.workers) != self.me:
+        if self.owner(node, fp) != self.me:
             return True  # another worker's: not this one's to add
         return self.index(node, fp) >= 0
 
@@ -173,7 +190,7 @@ class Partition:
         parent, action = ROOT, 0
         if entry is not None:
             parent, action = self.ref_of(entry[0]), self.store.action_of(entry[1])
-        owner = partition_of(fp, self.workers)
+        owner = self.owner(node, fp)
         if owner != self.me:
             if fp not in self.sent:
                 self.sent.add(fp)
@@ -273,7 +290,7 @@ class Share:
         # No states kept (fingerprints): the levels and the outbox are packed.
         packed = plan.fingerprints and self.explorer.por is None
         parts = Parts.of(plan.system, len(self.explorer.monitors)) if packed else None
-        self.part = Partition(store, exact=not plan.fingerprints, parts=parts)
+        self.part = Partition(store, not plan.fingerprints, parts, plan.route)
         self.explorer.parts = parts
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
