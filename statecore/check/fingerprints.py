@@ -149,6 +149,11 @@ class Fingerprinter:
         self._written[writes] = spots
         return spots
 
+    def part(self, position: int, part: Hashable) -> int:
+        """The digest of `part` at flat `position` (slots, globals, then monitor states): what
+        it adds to a fingerprint."""
+        return self._at(position, part)
+
     def _at(self, position: int, part: Hashable) -> int:
         digest = self._known[position].get(id(part))
         return self._digest(position, part) if digest is None else digest

@@ -42,19 +42,38 @@ _LEVEL = 256  # the smallest sampled level whose spread over the workers is take
 _CROSSING = 1.2  # what a successor sent to another worker costs, over one kept (measured)
 
 
-def owner_by(positions: tuple[int, ...], slots: int, workers: int) -> Callable[[Node], int]:
+def owner_by(
+    positions: tuple[int, ...],
+    slots: int,
+    workers: int,
+    digest: Callable[[int, Hashable], int] | None = None,
+) -> Callable[[Node], int]:
     """The owner of a node: its parts at `positions` (flat: the `slots` slots, then the
-    globals), hashed.
+    globals), hashed; with `digest` (a fingerprint's digest of a part at a position), the
+    sum of their digests, so that nodes one fingerprint stands for have one owner.
 
     `hash` is the same in every process forked from one; equal nodes have
     equal parts, so one owner.
     """
+    if digest is not None:
+        return _owner_by_digest(positions, workers, digest)
     in_slots = _getter([p for p in positions if p < slots])
     in_globals = _getter([p - slots for p in positions if p >= slots])
 
     def owner(node: Node) -> int:
         state: SystemState = node[0]
         return hash((in_slots(state[0]), in_globals(state[1]))) % workers
+
+    return owner
+
+
+def _owner_by_digest(
+    positions: tuple[int, ...], workers: int, digest: Callable[[int, Hashable], int]
+) -> Callable[[Node], int]:
+    def owner(node: Node) -> int:
+        state: SystemState = node[0]
+        flat = state[0] + state[1]
+        return sum([digest(p, flat[p]) for p in positions]) % workers
 
     return owner
 

@@ -51,7 +51,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
-from .locality import route_positions
+from .locality import SAMPLE, route_positions
 from .partition import Finding, LevelReport, Plan, Share, partition_of, process_hash
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
@@ -166,19 +166,29 @@ class ParallelSearch:
             self._close()
 
     def _route(self) -> tuple[int, ...]:
-        """The positions nodes are routed by (`statecore.check.locality`): where the workers
-        are forked (`hash` is one function in all of them), from a sample the coordinator's
-        explorer searches; by fingerprint where the sample meets an error, which the workers
-        then meet and report as one process would."""
+        """The positions nodes are routed by (`statecore.check.locality`), from a sample an
+        explorer of its own searches (so the judge's memos and values are untouched), of no
+        more states than the search may hold; by fingerprint on workers that are not forked
+        (their `hash` differs), or where the sample meets an error, which the workers then
+        meet and report as one process does."""
         if self.stable_routes:
             return ()
-        judge = self.judge
+        plan = self.plan
+        sample = SAMPLE if self.max_states is None else min(SAMPLE, self.max_states)
         try:
-            monitors = tuple(EMPTY_MONITOR for _ in judge.monitors)
-            initial = [judge._canon((state, *monitors)) for state in self.system.init_states()]
-            return route_positions(initial, judge.successors, judge._canon, self.workers)
+            sampler = plan.explorer_class(
+                plan.system, plan.properties, plan.symmetry, None, None, False, None
+            )
+            monitors = tuple(EMPTY_MONITOR for _ in sampler.monitors)
+            initial = [sampler._canon((state, *monitors)) for state in self.system.init_states()]
+            return route_positions(
+                initial, sampler.successors, sampler._canon, self.workers, sample
+            )
         except Exception:
             return ()
+        finally:
+            sampler = None
+            gc.collect()  # its memos, before the workers are forked with this process's memory
 
     # -- the workers, as forked processes ---------------------------------------------
 

@@ -145,11 +145,13 @@ class Partition:
         self.me = store.partition
         self.workers = store.partitions
         slots = len(store.system.slot_keys())
-        self.route = owner_by(route, slots, self.workers) if route else None
+        # With fingerprints, routed as they are kept: by the parts' digests.
+        digest = None if exact else store.fingerprinter.part
+        self.route = owner_by(route, slots, self.workers, digest) if route else None
         self.nodes: dict[Node, int] | None = {} if exact else None
         self.parts = parts  # with fingerprints: the outbox is packed (`Outgoing`)
         self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
-        self.sent: set[int] = set()
+        self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
         self.boundary = 0  # the index of this level's first new node
@@ -192,8 +194,9 @@ class Partition:
             parent, action = self.ref_of(entry[0]), self.store.action_of(entry[1])
         owner = self.owner(node, fp)
         if owner != self.me:
-            if fp not in self.sent:
-                self.sent.add(fp)
+            sent = fp if self.nodes is None else node  # full states: two may share a hash
+            if sent not in self.sent:
+                self.sent.add(sent)
                 self.outbox[owner].append((node, fp, parent, action))
             return None
         return entry if self.insert(node, fp, parent, action) else None
