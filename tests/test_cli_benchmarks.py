@@ -100,6 +100,21 @@ def test_explore_counts_what_fingerprinting_adds_per_state(
 
 
 @pytest.mark.parametrize("workers", [1, 2])
+def test_the_side_by_side_runs_report_the_search_they_ran(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """`benchmarks/explore.py --measure` (a row of the 1 against 2 workers tables): the
+    search's states and verdicts, its CPU seconds, and its fingerprint store's bytes."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    bench = load("explore")
+    got = bench.measure("2,1,2", 64, workers, None)
+    report = bench.explore(bench.model(bench.Bound(2, 1, 2)), stop_on_violation=False)
+    assert (got["states"], got["complete"]) == (report.states, True)
+    assert got["verdicts"] == sorted((r.property.id, r.verdict) for r in report.results)
+    assert got["cpu"] > 0 and got["store"] is not None and 0 < got["store"] < 64
+
+
+@pytest.mark.parametrize("workers", [1, 2])
 def test_the_scale_goal_reports_the_check_it_ran(
     monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
