@@ -232,3 +232,12 @@ def test_the_quoted_size_of_chunk_transfer_is_what_the_explorer_finds() -> None:
     [target] = [t for t in bundled() if t.name == "chunk_transfer"]
     states = explore(target.load()).states
     assert {count for _, count in quoted} == {states}, quoted
+
+
+def test_the_quoted_size_of_the_route_sample_is_the_one_the_workers_use() -> None:
+    """docs/cli.md says how many states the coordinator samples before the workers start."""
+    from statecore.check.locality import SAMPLE
+
+    text = " ".join((DOCS / "cli.md").read_text().split())
+    quoted = re.findall(r"The sample is at most ([\d,]+) states", text)
+    assert quoted == [f"{SAMPLE:,}"]

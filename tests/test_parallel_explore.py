@@ -220,6 +220,34 @@ def test_the_route_keeps_most_successors_with_their_parents_worker() -> None:
     assert sent_routed < sent.value * 0.85  # the route varies with the hash seed: 30-70 %
 
 
+def test_a_successor_whose_step_left_the_route_alone_stays_without_its_key_hashed() -> None:
+    """With fingerprints, a worker takes a successor whose step wrote no routed position as
+    its own without hashing its key (its parent is the worker's); each owner so taken is the
+    one its key names, and most successors are taken so."""
+    system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
+    counts = multiprocessing.get_context("fork").Array("l", 3)  # stayed, hashed, wrong
+    original = Partition.owner
+
+    def owner(self: Partition, node: Any, fp: int) -> int:
+        found = original(self, node, fp)
+        assert self.route is not None
+        stayed = node is self._stays
+        with counts.get_lock():
+            counts[0 if stayed else 1] += 1
+            counts[2] += found != self.route(node)
+        return found
+
+    one = explore(system, stop_on_violation=False, fingerprints=64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parallel, "route_positions", lambda *args: (0, 1))  # the ids' requests
+        patch.setattr(Partition, "owner", owner)
+        two = explore(system, stop_on_violation=False, workers=2, fingerprints=64)
+    assert summary(two) == summary(one)
+    stayed, hashed, wrong = counts[:]
+    assert wrong == 0
+    assert stayed > hashed > 0
+
+
 def test_the_sample_routes_by_fingerprint_where_it_meets_an_error() -> None:
     """An error in the coordinator's sample (an action that raises, say) is left to the
     workers, routing by fingerprint: they report it with its trace as one process does."""

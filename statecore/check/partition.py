@@ -148,6 +148,10 @@ class Partition:
         # With fingerprints, routed as they are kept: by the parts' digests.
         digest = None if exact else store.fingerprinter.part
         self.route = owner_by(route, slots, self.workers, digest) if route else None
+        self.routed = sum(1 << p for p in route)  # the flat positions routed by, as a mask
+        # The successor `reached` met last, if its step left every routed position alone: it
+        # has its parent's owner, this worker (a worker expands only nodes it holds).
+        self._stays: object = None
         self.nodes: dict[Node, int] | None = {} if exact else None
         self.parts = parts  # with fingerprints: the outbox is packed (`Outgoing`)
         self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
@@ -167,13 +171,25 @@ class Partition:
         return len(self.store)
 
     @property
-    def incremental(self) -> FingerprintStore | None:
-        """With fingerprints, the store the search primes with each successor's fingerprint
-        (`FingerprintStore.reached`): this worker expands only nodes it holds there."""
-        return None if self.nodes is not None else self.store
+    def incremental(self) -> Partition | None:
+        """With fingerprints, what the search primes with each successor's fingerprint
+        (`reached`): this worker expands only nodes it holds in its store."""
+        return None if self.nodes is not None else self
+
+    def expanding(self, node: Node) -> int:
+        """`FingerprintStore.expanding`: `node`'s successors are next."""
+        return self.store.expanding(node)
+
+    def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
+        """`FingerprintStore.reached`; and whether `nxt` stays here: its step (of flat
+        positions `writes`) changed no position the route reads."""
+        self.store.reached(raw, node, nxt, writes)
+        self._stays = nxt if self.route is not None and not writes & self.routed else None
 
     def owner(self, node: Node, fp: int) -> int:
         """The worker that holds `node`, of fingerprint `fp`."""
+        if node is self._stays:
+            return self.me
         return partition_of(fp, self.workers) if self.route is None else self.route(node)
 
     def __contains__(self, node: Node) -> bool:
