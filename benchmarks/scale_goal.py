@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
@@ -51,15 +53,19 @@ def complete_check(
             raise _OverBudget
 
     cpu = time.process_time()
+    levels: list[int] = []
     try:
-        report: Report | None = explore(
-            system,
-            stop_on_violation=False,
-            fingerprints=64,
-            workers=workers,
-            max_memory=GOAL_BYTES if workers == 1 else (GOAL_BYTES - COORDINATOR_BYTES) // workers,
-            progress=watch,
-        )
+        with counting_levels(levels):
+            report: Report | None = explore(
+                system,
+                stop_on_violation=False,
+                fingerprints=64,
+                workers=workers,
+                max_memory=GOAL_BYTES
+                if workers == 1
+                else (GOAL_BYTES - COORDINATOR_BYTES) // workers,
+                progress=watch,
+            )
     except _OverBudget:
         report = None
     cpu = time.process_time() - cpu
@@ -84,7 +90,39 @@ def complete_check(
         else [r.property.id for r in report.results if r.verdict == "violated"],
         "properties": len(system.properties),
         "stop": "over budget" if report is None else report.stop,
+        "levels": levels,
     }
+
+
+@contextmanager
+def counting_levels(levels: list[int]) -> Iterator[None]:
+    """Append to `levels` the new states of each depth the search completes (the initial
+    states first), on one process or on workers."""
+    from statecore.check import explore as one
+    from statecore.check import parallel
+
+    expand_level, merge = one._Explorer._expand_level, parallel.ParallelSearch._merge
+
+    def expanded(self: Any, level: Any, depth: int, deeper: Any, *rest: Any) -> bool:
+        if not levels:
+            levels.append(len(level))
+        going_on: bool = expand_level(self, level, depth, deeper, *rest)
+        if going_on and deeper:
+            levels.append(len(deeper))
+        return going_on
+
+    def merged(self: Any, reports: list[Any], command: str) -> None:
+        merge(self, reports, command)
+        if sum(r.new for r in reports):
+            levels.append(sum(r.new for r in reports))
+
+    one._Explorer._expand_level = expanded  # type: ignore[method-assign,assignment]
+    parallel.ParallelSearch._merge = merged  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        one._Explorer._expand_level = expand_level  # type: ignore[method-assign]
+        parallel.ParallelSearch._merge = merge  # type: ignore[method-assign]
 
 
 def reduction_factors(bound: int) -> None:
@@ -172,6 +210,13 @@ def goal_run(budget: float, workers: int) -> None:
         f"{got['bytes']:.0f} B/state, peak {got['peak'] / 2**30:.2f} GB: {done}; "
         f"{got['judged']}/{got['properties']} properties judged"
     )
+    levels = got["levels"]
+    if len(levels) >= 2:
+        growth = levels[-1] / max(1, levels[-2])
+        print(
+            f"  new states by depth: {', '.join(f'{n:,}' for n in levels)} "
+            f"(the last level x{growth:.2f} the one before)"
+        )
     verdicts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(got["verdicts"].items()))
     violated = f" ({', '.join(got['violated'])})" if got["violated"] else ""
     print(f"  verdicts: {verdicts or 'none'}{violated}")

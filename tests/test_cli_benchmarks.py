@@ -118,7 +118,8 @@ def test_the_side_by_side_runs_report_the_search_they_ran(
 def test_the_scale_goal_reports_the_check_it_ran(
     monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    """`benchmarks/scale_goal.py`'s figures are the search's: states, depth, verdicts."""
+    """`benchmarks/scale_goal.py`'s figures are the search's: states, depth, verdicts, and the
+    new states of each depth (one process's, on any number of workers)."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     goal = load("scale_goal")
     config = goal.ChunkTransferConfig(ids=1, generations=2, saves=1, segments=1)
@@ -129,6 +130,9 @@ def test_the_scale_goal_reports_the_check_it_ran(
     assert got["verdicts"] == dict(Counter(r.verdict for r in report.results))
     violated = [r.property.id for r in report.results if r.verdict == "violated"]
     assert got["violated"] == violated
+    assert len(got["levels"]) == report.depth + 1 and sum(got["levels"]) == report.states
+    if workers > 1:
+        assert got["levels"] == goal.complete_check(600, 1, config)["levels"]
 
 
 def test_each_search_against_times_has_its_own_result_key() -> None:
