@@ -148,7 +148,7 @@ class Partition:
         # With fingerprints, routed as they are kept: by the parts' digests.
         digest = None if exact else store.fingerprinter.part
         self.route = owner_by(route, slots, self.workers, digest) if route else None
-        self.routed = sum(1 << p for p in route)  # the flat positions routed by, as a mask
+        self.routed = sum(1 << p for p in set(route))  # the flat positions routed by, as a mask
         # The successor `reached` met last, if its step left every routed position alone: it
         # has its parent's owner, this worker (a worker expands only nodes it holds).
         self._stays: object = None
