@@ -54,6 +54,7 @@ def complete_check(
 
     cpu = time.process_time()
     levels: list[int] = []
+    memory = GOAL_BYTES if workers == 1 else (GOAL_BYTES - COORDINATOR_BYTES) // workers
     try:
         with counting_levels(levels):
             report: Report | None = explore(
@@ -61,9 +62,7 @@ def complete_check(
                 stop_on_violation=False,
                 fingerprints=64,
                 workers=workers,
-                max_memory=GOAL_BYTES
-                if workers == 1
-                else (GOAL_BYTES - COORDINATOR_BYTES) // workers,
+                max_memory=memory,
                 progress=watch,
             )
     except _OverBudget:
@@ -113,8 +112,8 @@ def counting_levels(levels: list[int]) -> Iterator[None]:
 
     def merged(self: Any, reports: list[Any], command: str) -> None:
         merge(self, reports, command)
-        if sum(r.new for r in reports):
-            levels.append(sum(r.new for r in reports))
+        if new := sum(r.new for r in reports):
+            levels.append(new)
 
     one._Explorer._expand_level = expanded  # type: ignore[method-assign,assignment]
     parallel.ParallelSearch._merge = merged  # type: ignore[method-assign]
