@@ -152,6 +152,9 @@ class Fingerprinter:
     def part(self, position: int, part: Hashable) -> int:
         """The digest of `part` at flat `position` (slots, globals, then monitor states): what
         it adds to a fingerprint."""
+        known = self._known
+        while len(known) <= position:  # (before any node was fingerprinted whole)
+            known.append({})
         return self._at(position, part)
 
     def _at(self, position: int, part: Hashable) -> int:

@@ -38,7 +38,6 @@ __all__ = [
     "Frontier",
     "Level",
     "NodeHint",
-    "Outgoing",
     "Parts",
     "expand_hinted",
     "new_level",
@@ -84,6 +83,11 @@ class Parts:
         self._gets = [known.get for known in self._known]
         self._kept: list[Hashable] = []
 
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The slots, globals and monitor states of a node: the arguments to make such another."""
+        return self.slots, self.split - self.slots, self.width - self.split
+
     @classmethod
     def of(cls, system: System, monitors: int) -> Parts:
         """The parts of `system`'s nodes, which carry `monitors` monitor states."""
@@ -121,6 +125,11 @@ class Parts:
         self._known[position][id(part)] = code
         self._kept.append(part)
         return code
+
+    def shared(self, position: int, part: Hashable) -> Hashable:
+        """The object numbered at `position` for a part equal and alike `part`: `part` itself
+        if none was (it is numbered then)."""
+        return self.tables[position][self._number(position, part)]
 
     def node(self, codes: Iterable[int]) -> Node:
         """The node whose parts have `codes` (`width` numbers)."""
@@ -171,6 +180,13 @@ class Frontier:
         for _ in range(self._length):
             yield build(islice(row, width))
 
+    def rows(self, start: int, stop: int) -> array[int]:
+        """The numbers of packed nodes `start` to `stop` (a level that packs them all), a
+        node's `Parts.width` after another's."""
+        assert not self._plain, "only a level that packs every node gives its rows"
+        width = self.parts.width
+        return self._codes[start * width : stop * width]
+
     def __getitem__(self, index: int) -> Node:
         width, plain = self.parts.width, len(self._plain)
         if not 0 <= index < len(self):
@@ -206,37 +222,3 @@ def expand_hinted(
     if deeper_hints is not None and type(deeper) is Frontier and deeper.packing:
         return None
     return deeper_hints
-
-
-class Outgoing:
-    """Successors queued for another worker until the level's exchange, packed: the nodes in a
-    `Frontier` (its first `UNPACKED` as they are: they travel as nodes, so packing them only
-    to build them again costs time a moderate level need not spend), their fingerprints (64
-    or 128 bits), parent references and actions in arrays. Iterating gives ``(node,
-    fingerprint, parent, action)`` in the order appended."""
-
-    def __init__(self, parts: Parts, bits: int) -> None:
-        self.nodes = Frontier(parts, UNPACKED)
-        self._fps = [array("Q") for _ in range(bits // 64)]  # 64 bits each, lowest first
-        self._refs = array("Q")
-        self._actions = array("I")
-
-    def append(self, item: tuple[Node, int, int, int]) -> None:
-        node, fp, parent, action = item
-        self.nodes.append(node)
-        for shift, fps in enumerate(self._fps):
-            fps.append(fp >> (64 * shift) & _WORD)
-        self._refs.append(parent)
-        self._actions.append(action)
-
-    def __len__(self) -> int:
-        return len(self.nodes)
-
-    def __iter__(self) -> Iterator[tuple[Node, int, int, int]]:
-        fps = zip(*self._fps)
-        for node, words, parent, action in zip(self.nodes, fps, self._refs, self._actions):
-            fp = words[0] if len(words) == 1 else words[0] | words[1] << 64
-            yield node, fp, parent, action
-
-
-_WORD = (1 << 64) - 1

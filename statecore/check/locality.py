@@ -12,7 +12,9 @@ as Lerda and Sisto's distributed Spin routes by one process's local state.
 The positions are picked from a breadth-first sample of the search's first
 states, run by the coordinator: how often a step (after symmetry's renaming)
 changes each position, and how evenly each candidate key spreads the deepest
-sampled levels over the workers. `route_positions` keeps the cheapest key by
+sampled levels over the workers, by the owner the workers will use (with
+fingerprints, the sum of the parts' digests), a key of a few lumps counting as
+unsplit (`_busiest`). `route_positions` keeps the cheapest key by
 a cost estimate (the busiest worker's share times the cost of the successors
 that cross), or none, where routing by fingerprint is estimated cheaper. The
 owner is a function of the node alone, so which key is picked changes where
@@ -37,7 +39,8 @@ SAMPLE = 20_000
 """The states the coordinator expands, breadth first, before it picks a key: at most `_BEAM`
 of each level, so the sample reaches the deep levels, where a full search spends its time."""
 _BEAM = 500
-_LUMP = 2  # a key may hold at most 1/(_LUMP * workers) of a sampled level
+_KEYS = 64  # a key's values, as keys of even weight, a sampled level needs per worker
+_SPARSE = 16  # ... or one in so many of its nodes, on a level too small for that
 _LEVEL = 256  # the smallest sampled level whose spread over the workers is taken as a guide
 _CROSSING = 1.2  # what a successor sent to another worker costs, over one kept (measured)
 
@@ -93,8 +96,13 @@ def route_positions(
     canon: Callable[[Node], Node],
     workers: int,
     sample: int = SAMPLE,
+    digest: Callable[[int, Hashable], int] | None = None,
 ) -> tuple[int, ...]:
     """The positions to route by on `workers` workers (empty: by fingerprint).
+
+    `digest` is the workers' `owner_by` digest (with fingerprints): a key's spread over the
+    workers is judged by the owner they will use, for with a few parts in most nodes the
+    way those parts fall to the workers is the spread.
 
     Expands up to `sample` states breadth first from `initial`, at most
     `_BEAM` of each level, evenly spread over it (monitor states are carried
@@ -143,21 +151,31 @@ def route_positions(
         key.append(position)
         bits |= 1 << position
         crossing = sum(n for mask, n in masks.items() if mask & bits) / steps
-        spread = max(_busiest(level, tuple(key), workers) for level in guide)
+        spread = max(_busiest(level, tuple(key), workers, digest) for level in guide)
         cost = spread * (1 + _CROSSING * crossing * (1 - 1 / workers))
         if cost < best[0]:
             best = (cost, tuple(key))
     return best[1]
 
 
-def _busiest(level: list[Node], key: tuple[int, ...], workers: int) -> float:
+def _busiest(
+    level: list[Node],
+    key: tuple[int, ...],
+    workers: int,
+    digest: Callable[[int, Hashable], int] | None,
+) -> float:
     """The busiest worker's share of `level` routed by `key`, over an even share (1: even);
-    as if all of a key's nodes went to one worker where one key holds more than 1/(`_LUMP` *
-    workers) of the level (a sample is too small to tell how such a lump splits deeper down)."""
-    owner = owner_by(key, len(level[0][0][0]), workers)
-    loads: Counter[Hashable] = Counter(owner(node) for node in level)
+    as if all of the level went to one worker where its keys are lumpier than `_KEYS` keys of
+    even weight per worker (or, on a small level, one in `_SPARSE` nodes).
+
+    Deeper down a key's weights shift, so an even split of a few lumps on a sample is luck,
+    and a lump too big for one worker's share is found only when the level comes.
+    """
     flat = [node[0][0] + node[0][1] for node in level]
     lumps = Counter(tuple([parts[p] for p in key]) for parts in flat)
-    if max(lumps.values()) * workers * _LUMP > len(level):
+    even = len(level) ** 2 / sum(n * n for n in lumps.values())  # keys of even weight alike
+    if even < min(_KEYS * workers, len(level) / _SPARSE):
         return float(workers)
+    owner = owner_by(key, len(level[0][0][0]), workers, digest)
+    loads: Counter[Hashable] = Counter(owner(node) for node in level)
     return max(loads.values()) * workers / len(level)

@@ -50,7 +50,7 @@ from ..properties import EMPTY_MONITOR, Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
 from ..traces.trace import Trace
-from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
+from .fingerprints import ROOT, Fingerprinter, FingerprintStore, collision_note, replay_chain
 from .locality import SAMPLE, route_positions
 from .partition import Finding, LevelReport, Plan, Share, partition_of, process_hash
 from .results import ExplorationInterrupted, Progress, Report
@@ -170,7 +170,12 @@ class ParallelSearch:
         explorer of its own searches (so the judge's memos and values are untouched), of no
         more states than the search may hold; by fingerprint on workers that are not forked
         (their `hash` differs), or where the sample meets an error, which the workers then
-        meet and report as one process does."""
+        meet and report as one process does.
+
+        The workers do not start from that explorer's memos: the sample goes deeper than a
+        bounded search or one that stops at a violation, and the values it met there would be
+        theirs (a value equal to one of them but not alike would turn the memos off).
+        """
         if self.stable_routes:
             return ()
         plan = self.plan
@@ -181,8 +186,10 @@ class ParallelSearch:
             )
             monitors = tuple(EMPTY_MONITOR for _ in sampler.monitors)
             initial = [sampler._canon((state, *monitors)) for state in self.system.init_states()]
+            # With fingerprints the workers route by the parts' digests (`Partition`).
+            digest = Fingerprinter(self.fingerprints).part if self.fingerprints else None
             return route_positions(
-                initial, sampler.successors, sampler._canon, self.workers, sample
+                initial, sampler.successors, sampler._canon, self.workers, sample, digest
             )
         except Exception:
             return ()

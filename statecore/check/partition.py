@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Protocol
@@ -31,8 +31,9 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
-from .frontier import Level, NodeHint, Outgoing, Parts, expand_hinted, new_level
+from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
 from .locality import owner_by
+from .parcels import Arrivals, Dispatch, Item, Outgoing, Parcel
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 Node = tuple[Any, ...]
-Item = tuple[Node, int, int, int]  # a successor sent to its owner: node, fp, parent, action
 _BATCH = 20_000  # successors sent to another worker in one message at most
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 
@@ -149,12 +149,26 @@ class Partition:
         digest = None if exact else store.fingerprinter.part
         self.route = owner_by(route, slots, self.workers, digest) if route else None
         self.routed = sum(1 << p for p in set(route))  # the flat positions routed by, as a mask
+        self._digest = digest
+        self._positions = route
+        self._slots = slots
         # The successor `reached` met last, if its step left every routed position alone: it
         # has its parent's owner, this worker (a worker expands only nodes it holds).
         self._stays: object = None
+        # Else its owner, worked out from its parent's sum of the routed parts' digests (the
+        # route's own sum) and the parts its step changed, as a fingerprint is (`moved`).
+        self._moved: object = None
+        self._moved_owner = 0
+        self._parent_sum = 0
+        self._spots: dict[int, list[tuple[int, int, int]]] = {}
         self.nodes: dict[Node, int] | None = {} if exact else None
-        self.parts = parts  # with fingerprints: the outbox is packed (`Outgoing`)
+        # With fingerprints the outbox is packed (`Outgoing`), numbered apart from the levels
+        # (so only parts of successors sent are numbered there), and successors travel as
+        # parcels of those numbers (`statecore.check.parcels`), built here of the levels' parts.
+        self.parts = None if parts is None else Parts(*parts.shape)
         self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
+        self.dispatch = [Dispatch(self.parts) for _ in range(self.workers)] if self.parts else []
+        self.arrivals = [Arrivals(parts) for _ in range(self.workers)] if parts else []
         self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
@@ -170,6 +184,16 @@ class Partition:
     def __len__(self) -> int:
         return len(self.store)
 
+    def batches(self, owner: int, size: int) -> Iterator[list[Item] | Parcel]:
+        """This level's successors for worker `owner`, `size` at most a batch."""
+        items = self.outbox[owner]
+        if isinstance(items, Outgoing):
+            yield from self.dispatch[owner].parcels(items, size)
+            return
+        queued = iter(items)
+        while batch := list(islice(queued, size)):
+            yield batch
+
     @property
     def incremental(self) -> Partition | None:
         """With fingerprints, what the search primes with each successor's fingerprint
@@ -177,20 +201,59 @@ class Partition:
         return None if self.nodes is not None else self
 
     def expanding(self, node: Node) -> int:
-        """`FingerprintStore.expanding`: `node`'s successors are next."""
+        """`FingerprintStore.expanding`: `node`'s successors are next (its routed parts'
+        digests are summed once for them all)."""
+        if self.route is not None and self._digest is not None:
+            digest, flat = self._digest, node[0][0] + node[0][1]
+            self._parent_sum = sum([digest(p, flat[p]) for p in self._positions])
         return self.store.expanding(node)
 
     def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
-        """`FingerprintStore.reached`; and whether `nxt` stays here: its step (of flat
-        positions `writes`) changed no position the route reads."""
+        """`FingerprintStore.reached`; and `nxt`'s owner: here if its step (of flat positions
+        `writes`) changed no position the route reads, else from the parts it changed."""
         self.store.reached(raw, node, nxt, writes)
-        self._stays = nxt if self.route is not None and not writes & self.routed else None
+        if self.route is None or self._digest is None:
+            return
+        hit = writes & self.routed
+        if not hit:
+            self._stays = nxt
+            return
+        self._stays = None
+        spots = self._spots.get(hit)
+        if spots is None:
+            spots = self._spots[hit] = self._spots_of(hit)
+        digest, total = self._digest, self._parent_sum
+        old, new = node[0], nxt[0]
+        for position, part, index in spots:
+            was, now = old[part][index], new[part][index]
+            if was is not now:
+                total += digest(position, now) - digest(position, was)
+        self._moved, self._moved_owner = nxt, total % self.workers
+
+    def _spots_of(self, hit: int) -> list[tuple[int, int, int]]:
+        """The routed positions in the mask `hit`, as often as the route has each, as
+        (flat position, 0 for the slots or 1 for the globals, index there)."""
+        slots = self._slots
+        return [
+            (p, 0, p) if p < slots else (p, 1, p - slots) for p in self._positions if hit >> p & 1
+        ]
 
     def owner(self, node: Node, fp: int) -> int:
         """The worker that holds `node`, of fingerprint `fp`."""
         if node is self._stays:
             return self.me
+        if node is self._moved:
+            return self._moved_owner
         return partition_of(fp, self.workers) if self.route is None else self.route(node)
+
+    def arrived(self, batches: list[tuple[int, list[Item] | Parcel]]) -> Iterator[Item]:
+        """The successors of the batches other workers sent, in order; of a parcel, those not
+        visited here when their turn comes (a node is built for those alone)."""
+        for sender, batch in batches:
+            if isinstance(batch, Parcel):
+                yield from self.arrivals[sender].items(batch, self.store.find)
+            else:
+                yield from batch
 
     def __contains__(self, node: Node) -> bool:
         fp = self.store.fp_of(node)
@@ -376,7 +439,7 @@ class Share:
                 stage = "exchange"
                 received = self._exchange()
                 stage = "state"
-                for current in received:
+                for current in part.arrived(received):
                     if part.insert(*current):
                         deeper.append(current[0])
                         if deeper_hints is not None:
@@ -408,16 +471,16 @@ class Share:
         report.values = self.dumps(explorer.values.fresh())  # another worker's may equal them
         return report
 
-    def _exchange(self) -> list[Item]:
-        """Send every queued successor to its owner; the ones sent here, in worker order."""
+    def _exchange(self) -> list[tuple[int, list[Item] | Parcel]]:
+        """Send every queued successor to its owner; the batches sent here, each with its
+        sender, in worker order."""
         part = self.part
         failure: Exception | None = None
-        for owner, items in enumerate(part.outbox):
+        for owner in range(part.workers):
             if owner != self.me:
                 sent = 0
                 try:
-                    queued = iter(items)
-                    while batch := list(islice(queued, _BATCH)):
+                    for batch in part.batches(owner, _BATCH):
                         self.inboxes[owner].put((self.me, sent, self.dumps(batch)))
                         sent += 1
                 except Exception as exc:
@@ -437,9 +500,5 @@ class Share:
                 received[sender][index] = payload
         if failure is not None:
             raise failure
-        return [
-            item
-            for w in sorted(received)
-            for _, data in sorted(received[w].items())
-            for item in self.loads(data)
-        ]
+        order = [(w, i) for w in sorted(received) for i in sorted(received[w])]
+        return [(w, self.loads(received[w][i])) for w, i in order]
