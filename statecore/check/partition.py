@@ -267,18 +267,25 @@ class Partition:
     def setdefault(
         self, node: Node, entry: tuple[Node, ActionLabel] | None
     ) -> tuple[Node, ActionLabel] | None:
+        """Add `node` if this worker owns it and it is new, else queue it once a level for its
+        owner; `entry` if added here (its parent and action are looked up only then)."""
         fp = self.store.fp_of(node)
-        parent, action = ROOT, 0
-        if entry is not None:
-            parent, action = self.ref_of(entry[0]), self.store.action_of(entry[1])
         owner = self.owner(node, fp)
         if owner != self.me:
             sent = fp if self.nodes is None else node  # full states: two may share a hash
             if sent not in self.sent:
                 self.sent.add(sent)
-                self.outbox[owner].append((node, fp, parent, action))
+                self.outbox[owner].append((node, fp, *self._entry(entry)))
             return None
-        return entry if self.insert(node, fp, parent, action) else None
+        if self.index(node, fp) >= 0:
+            return None
+        return entry if self._admit(node, fp, *self._entry(entry)) else None
+
+    def _entry(self, entry: tuple[Node, ActionLabel] | None) -> tuple[int, int]:
+        """The parent reference and action number of `entry` (the root's: none)."""
+        if entry is None:
+            return ROOT, 0
+        return self.ref_of(entry[0]), self.store.action_of(entry[1])
 
     def index(self, node: Node, fp: int) -> int:
         if self.nodes is not None:
@@ -287,8 +294,10 @@ class Partition:
 
     def insert(self, node: Node, fp: int, parent: int, action: int) -> bool:
         """Add `node` if new and the quota allows; whether it was added."""
-        if self.index(node, fp) >= 0:
-            return False
+        return self.index(node, fp) < 0 and self._admit(node, fp, parent, action)
+
+    def _admit(self, node: Node, fp: int, parent: int, action: int) -> bool:
+        """Add new `node` if the quota allows; whether it was added."""
         if self.quota is not None:
             if self.quota <= 0:
                 self.turned_away = True
