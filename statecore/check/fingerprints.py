@@ -114,7 +114,19 @@ class Fingerprinter:
     def moved(self, raw: int, node: Node, nxt: Node, writes: int) -> int:
         """`raw` of `nxt`, given `raw` of `node`: `nxt` is `node` with the slots and globals
         of the flat positions in the bit mask `writes` replaced, and maybe its monitor states."""
-        old_state, new_state = node[0], nxt[0]
+        old_state = node[0]
+        raw += self.swapped(old_state, nxt[0], writes)
+        if len(node) > 1:
+            position = len(old_state[0]) + len(old_state[1])
+            for old, new in zip(node[1:], nxt[1:]):
+                if old is not new:
+                    raw += self._at(position, new) - self._at(position, old)
+                position += 1
+        return raw & self._mask
+
+    def swapped(self, old_state: SystemState, new_state: SystemState, writes: int) -> int:
+        """What the slots and globals at the flat positions in the bit mask `writes` add to a
+        sum of digests (unmasked) in `new_state`, less what they add in `old_state`."""
         width = len(old_state[0])
         if width != self._width:  # another system's layout: the split masks differ
             self._width, self._written = width, {}
@@ -122,6 +134,7 @@ class Fingerprinter:
         spots = self._written.get(writes)
         if spots is None:
             spots = self._spots(writes)
+        change = 0
         for position, part, index in spots:
             old, new = old_state[part][index], new_state[part][index]
             if old is not new:
@@ -131,14 +144,8 @@ class Fingerprinter:
                     was = self._digest(position, old)
                 if now is None:
                     now = self._digest(position, new)
-                raw += now - was
-        if len(node) > 1:
-            position = width + len(old_state[1])
-            for old, new in zip(node[1:], nxt[1:]):
-                if old is not new:
-                    raw += self._at(position, new) - self._at(position, old)
-                position += 1
-        return raw & self._mask
+                change += now - was
+        return change
 
     def _spots(self, writes: int) -> tuple[tuple[int, int, int], ...]:
         """The flat positions in the bit mask `writes`, each as (position, 0 for the slots or

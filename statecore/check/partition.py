@@ -147,11 +147,11 @@ class Partition:
         slots = len(store.system.slot_keys())
         # With fingerprints, routed as they are kept: by the parts' digests.
         digest = None if exact else store.fingerprinter.part
+        route = tuple(dict.fromkeys(route))  # each position once, as the mask has it
         self.route = owner_by(route, slots, self.workers, digest) if route else None
-        self.routed = sum(1 << p for p in set(route))  # the flat positions routed by, as a mask
+        self.routed = sum(1 << p for p in route)  # the flat positions routed by, as a mask
         self._digest = digest
         self._positions = route
-        self._slots = slots
         # The successor `reached` met last, if its step left every routed position alone: it
         # has its parent's owner, this worker (a worker expands only nodes it holds).
         self._stays: object = None
@@ -160,7 +160,6 @@ class Partition:
         self._moved: object = None
         self._moved_owner = 0
         self._parent_sum = 0
-        self._spots: dict[int, list[tuple[int, int, int]]] = {}
         self.nodes: dict[Node, int] | None = {} if exact else None
         # With fingerprints the outbox is packed (`Outgoing`), numbered apart from the levels
         # (so only parts of successors sent are numbered there), and successors travel as
@@ -219,24 +218,8 @@ class Partition:
             self._stays = nxt
             return
         self._stays = None
-        spots = self._spots.get(hit)
-        if spots is None:
-            spots = self._spots[hit] = self._spots_of(hit)
-        digest, total = self._digest, self._parent_sum
-        old, new = node[0], nxt[0]
-        for position, part, index in spots:
-            was, now = old[part][index], new[part][index]
-            if was is not now:
-                total += digest(position, now) - digest(position, was)
+        total = self._parent_sum + self.store.fingerprinter.swapped(node[0], nxt[0], hit)
         self._moved, self._moved_owner = nxt, total % self.workers
-
-    def _spots_of(self, hit: int) -> list[tuple[int, int, int]]:
-        """The routed positions in the mask `hit`, as often as the route has each, as
-        (flat position, 0 for the slots or 1 for the globals, index there)."""
-        slots = self._slots
-        return [
-            (p, 0, p) if p < slots else (p, 1, p - slots) for p in self._positions if hit >> p & 1
-        ]
 
     def owner(self, node: Node, fp: int) -> int:
         """The worker that holds `node`, of fingerprint `fp`."""
