@@ -129,17 +129,12 @@ def reduction_factors(bound: int) -> None:
 
     Symmetry on the complete two-id space without saves; POR there and on the
     first `bound` states of the goal's space (where both searches stop at the
-    bound, so the share of states reduced is the figure, not the factor).
+    bound, so the share of states reduced is the figure, not the factor). POR
+    runs twice: judging every property, and judging none (against a plain search
+    that judges none either, whose nodes carry no monitor state), where no step
+    is visible: the most any ample set takes away while actions read and write
+    what they do now.
     """
-    from statecore.check import reduction
-
-    reducers: list[Any] = []
-    original = reduction.Reducer.__init__
-
-    def keep(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        reducers.append(self)
-
     print(f"\n{'chunk_transfer, two ids':<44}{'plain':>10}{'reduced':>10}{'factor':>8}  why")
     print("-" * 110)
     small = ChunkTransferConfig(ids=2, generations=1, saves=0, segments=0)
@@ -153,18 +148,48 @@ def reduction_factors(bound: int) -> None:
             why = sym.notes[0].split("; every state")[0].split("off: ")[-1] if sym.notes else "on"
             factor = plain.states / max(1, sym.states)
             print(f"  symmetry  {label:<34}{plain.states:>10}{sym.states:>10}{factor:>8.2f}  {why}")
-        reduction.Reducer.__init__ = keep  # type: ignore[method-assign]
-        try:
-            por = explore(build(config), por=True, stop_on_violation=False, max_states=limit)
-        finally:
-            reduction.Reducer.__init__ = original  # type: ignore[method-assign]
-        last = reducers[-1]
-        share = last.reduced / max(1, last.reduced + last.full)
-        factor = plain.states / max(1, por.states) if plain.complete else 1.0
+        states, share = por_states(config, limit, None)
+        factor = plain.states / max(1, states) if plain.complete else 1.0
         print(
-            f"  POR       {label:<34}{plain.states:>10}{por.states:>10}{factor:>8.2f}  "
+            f"  POR       {label:<34}{plain.states:>10}{states:>10}{factor:>8.2f}  "
             f"{share:.1%} of states with a proper ample set; {visible_share(build(config), limit)}"
         )
+        bare = explore(
+            build(config), symmetry=False, stop_on_violation=False, max_states=limit, properties=()
+        )  # no monitor either: its nodes are the system's states alone
+        states, share = por_states(config, limit, ())
+        factor = bare.states / max(1, states) if bare.complete else 1.0
+        print(
+            f"  POR, no property judged{'':<11}{bare.states:>10}{states:>10}{factor:>8.2f}  "
+            f"{share:.1%} of states with a proper ample set: the most POR takes while "
+            "actions read and write what they do"
+        )
+
+
+def por_states(
+    config: ChunkTransferConfig, limit: int | None, properties: tuple[()] | None
+) -> tuple[int, float]:
+    """The states of a POR search of `config` (judging `properties`, None: the model's) and
+    the share of them it expanded with a proper ample set."""
+    from statecore.check import reduction
+
+    reducers: list[Any] = []
+    original = reduction.Reducer.__init__
+
+    def keep(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        reducers.append(self)
+
+    reduction.Reducer.__init__ = keep  # type: ignore[method-assign]
+    try:
+        system = build(config)
+        report = explore(
+            system, por=True, stop_on_violation=False, max_states=limit, properties=properties
+        )
+    finally:
+        reduction.Reducer.__init__ = original  # type: ignore[method-assign]
+    last = reducers[-1]
+    return report.states, last.reduced / max(1, last.reduced + last.full)
 
 
 def visible_share(system: System, limit: int | None) -> str:

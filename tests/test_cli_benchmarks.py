@@ -164,3 +164,29 @@ def test_against_runs_each_side_on_its_own_package(
     (elsewhere / "statecore").mkdir(parents=True)  # a package that is not statecore's whole tree
     with pytest.raises((subprocess.CalledProcessError, SystemExit)):  # it fails, or is refused
         bench.timed(elsewhere, "small")
+
+
+def test_the_reduction_table_reports_the_searches_it_ran(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchmarks/explore.py --reductions N`: each row's plain and reduced states are those
+    searches' (POR judging no property against a plain search judging none), and a POR row
+    reports the share of states it expanded with a proper ample set as the reducer counted."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    goal = load("scale_goal")
+    goal.reduction_factors(500)
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "POR" in line]
+    small = goal.build(goal.ChunkTransferConfig(ids=2, generations=1, saves=0, segments=0))
+    plain = goal.explore(small, symmetry=False, stop_on_violation=False)
+    bare = goal.explore(small, symmetry=False, stop_on_violation=False, properties=())
+    reduced = goal.explore(small, por=True, stop_on_violation=False, properties=())
+    assert [r[0] for r in rows] == ["POR", "POR,", "POR", "POR,"]
+    judged = goal.explore(small, por=True, stop_on_violation=False)
+    assert rows[0][5:7] == [f"{plain.states}", f"{judged.states}"]
+    assert rows[1][4:6] == [f"{bare.states}", f"{reduced.states}"]
+    assert bare.states < plain.states  # (the monitors' states count in the plain search)
+    assert rows[3][4:6] == ["500", "500"]
+    share = goal.por_states(
+        goal.ChunkTransferConfig(ids=2, generations=1, saves=0, segments=0), None, ()
+    )[1]
+    assert rows[1][7] == f"{share:.1%}"

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from enum import Enum
 from typing import Any, NamedTuple
+from unittest import mock
 
 import pytest
 from golden_targets import GOLDEN, systems
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from system_strategies import SystemSpec, build_system
 from system_strategies import systems as random_systems
 
+from statecore.check import fingerprints
 from statecore.check.explore import explore
 from statecore.check.fingerprints import (
     ROOT,
@@ -246,6 +248,47 @@ def test_the_search_works_out_each_successor_fingerprint_as_a_whole_one(
         workers=workers,
     )
     assert checked.value >= report.transitions // 2  # most successors (renamed ones are whole)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True), st.sampled_from([64, 128]), st.integers(1, 300))
+def test_each_node_expanded_is_the_one_stored_where_its_sum_is_taken(
+    spec: SystemSpec, bits: int, bound: int
+) -> None:
+    """A search takes a node's sum from the store, at its place in its level (the store
+    holds a level in the order it was queued): checked whole on every node, under a state
+    bound and with symmetry, the search is the one full states make."""
+    system = build_system(spec)
+    with mock.patch.object(fingerprints, "_RECHECK", 1):
+        compact = explore(system, stop_on_violation=False, fingerprints=bits, max_states=bound)
+    assert summary(compact) == summary(explore(system, stop_on_violation=False, max_states=bound))
+
+
+def test_a_node_expanded_at_another_nodes_index_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A level stored out of its order would give its successors wrong fingerprints: the
+    nodes whose sum is checked whole stop the search."""
+    monkeypatch.setattr(fingerprints, "_RECHECK", 1)
+    store = FingerprintStore(systems()["segments"](), 64, lambda n: n, lambda m, o: (m, []))
+    first, second = (SystemState((Slot(1, None),), (0,)),), (SystemState((Slot(1, None),), (1,)),)
+    store.setdefault(first, None)
+    store.setdefault(second, None)
+    assert store.expanding(second, 1) == store.fingerprinter.raw(second)
+    with pytest.raises(RuntimeError, match="not the node expanded"):
+        store.expanding(second, 0)
+
+
+def test_equal_parts_of_unlike_objects_share_a_digest_at_a_position_and_no_other() -> None:
+    """Digests are remembered by value as well as by object: an equal part made anew, or one
+    of another type that encodes alike (``True`` for ``1``, a record for its tuple), gets the
+    digest a fresh fingerprinter gives it; the same part at another position gets another."""
+    seen = Fingerprinter(64)
+    for position, parts in enumerate([(1, True, 1.0), ((1, "a"), Pair(1, "a")), (-0.0, 0.0, 0)]):
+        digests = {seen.part(position, part) for part in parts}
+        assert digests == {Fingerprinter(64).part(position, parts[0])}
+        assert seen.part(position + 3, parts[0]) not in digests
+    made = tuple([("queue", n) for n in range(3)])
+    again = tuple([("queue", n) for n in range(3)])
+    assert made is not again and seen.part(7, made) == seen.part(7, again)
 
 
 # -- the store ---------------------------------------------------------------------------

@@ -201,6 +201,8 @@ class _Explorer:
         self.violated = False
         self.last_report = 0.0
         self.state_props = self._undecided_state_props()  # to judge in each new state
+        self.first = -1  # where the level being expanded is stored from (-1: not known)
+        self.at = -1  # and the node being expanded (`FingerprintStore.expanding`)
 
     # -- the search ------------------------------------------------------------
 
@@ -219,11 +221,13 @@ class _Explorer:
         level: Level = self._initial_nodes()
         self.last_report = start
         depth = 0
+        first = 0  # where the level's first node is stored: a level is stored as queued
         walks = self.hinted
         hints: list[NodeHint | None] | None = [None] * len(level) if walks else None
         while level:
             deeper = new_level(self.parts)
             deeper_hints: list[NodeHint | None] | None = [] if walks else None
+            first, self.first = len(self.parents), first
             if not self._expand_level(level, depth, deeper, start, hints, deeper_hints):
                 break
             if not deeper:
@@ -281,6 +285,7 @@ class _Explorer:
                 self.stop = "violation"
                 return False
             self.depth = depth
+            self.at = self.first + index
             deeper_hints = expand_hinted(self._expand, node, index, deeper, hints, deeper_hints)
             if index % _MEMORY_EVERY == 0 and self._out_of_memory():
                 self.stop = "max_memory"
@@ -326,7 +331,7 @@ class _Explorer:
         self.transitions += len(steps)
         # Counted in one C-level pass (a step that takes no transition counts under ()).
         _count(self.taken, [step_.taken for step_ in steps])
-        raw = store.expanding(node) if store is not None and steps else 0
+        raw = store.expanding(node, self.at) if store is not None and steps else 0
         monitors = node[1:]
         canon = self.canonicalizer if self.symmetry else None
         limit = self.max_states

@@ -50,6 +50,8 @@ __all__ = [
 BITS = (64, 128)  # the fingerprint sizes offered
 ROOT = (1 << 64) - 1  # the parent reference of an initial node
 _CACHE = 1 << 17  # encodings of slots, globals and monitor states remembered at most
+_EQUAL = 1 << 18  # digests remembered by value at most, per position
+_RECHECK = 1 << 12  # of the nodes expanded by index, each this many-th is checked whole
 _MAX_LOAD = 0.75  # the index table doubles beyond this share of used slots
 
 Node = tuple[Any, ...]
@@ -87,6 +89,7 @@ class Fingerprinter:
         # record's is worked out item by item. Each is kept alive while remembered.
         self._known: list[dict[int, int]] = []
         self._kept: list[Hashable] = []
+        self._equal: list[dict[Hashable, int]] = []  # per position, the digests by value
         self._width = -1  # the slots of the nodes `moved` met last, and its split masks
         self._written: dict[int, tuple[tuple[int, int, int], ...]] = {}
 
@@ -104,6 +107,7 @@ class Fingerprinter:
         known = self._known
         while len(known) < len(items):
             known.append({})
+            self._equal.append({})
         digests = list(map(dict.get, known, map(id, items)))
         if None in digests:
             for position, digest in enumerate(digests):
@@ -162,6 +166,7 @@ class Fingerprinter:
         known = self._known
         while len(known) <= position:  # (before any node was fingerprinted whole)
             known.append({})
+            self._equal.append({})
         return self._at(position, part)
 
     def _at(self, position: int, part: Hashable) -> int:
@@ -170,10 +175,16 @@ class Fingerprinter:
 
     def _digest(self, position: int, part: Hashable) -> int:
         """The digest of `part` at `position`, an object not met there (or forgotten)."""
-        data = self._cache.get(part) or self._remember(part)
-        person = b"%d" % position
-        digest = blake2b(data, digest_size=self._size, person=person).digest()
-        value = int.from_bytes(digest, "little")
+        equal = self._equal[position]
+        value = equal.get(part)
+        if value is None:
+            data = self._cache.get(part) or self._remember(part)
+            person = b"%d" % position
+            digest = blake2b(data, digest_size=self._size, person=person).digest()
+            value = int.from_bytes(digest, "little")
+            if len(equal) >= _EQUAL:
+                equal.clear()
+            equal[part] = value
         if len(self._kept) >= _CACHE:
             self._kept.clear()
             for known in self._known:
@@ -278,6 +289,7 @@ class FingerprintStore:
         self._parent_ref = ROOT
         self._missed = -1  # the fingerprint `find` missed last (none was added since)
         self._free = 0  # and the free slot its probe ended at
+        self._expanded = 0  # nodes `expanding` was told the index of
 
     # -- what the explorer asks ------------------------------------------------
 
@@ -324,12 +336,31 @@ class FingerprintStore:
             self._parent = node
         return self._parent_ref
 
-    def expanding(self, node: Node) -> int:
+    def expanding(self, node: Node, index: int = -1) -> int:
         """The successors of visited `node` are next: its reference is remembered, and its
-        `Fingerprinter.raw` sum returned for `reached`."""
-        raw = self.fingerprinter.raw(node)
-        index = self.find(raw or 1)
-        assert index >= 0, "a parent is visited before its successors"
+        `Fingerprinter.raw` sum returned for `reached`.
+
+        `index`, where known, is `node`'s index here: a breadth-first search stores the
+        nodes of a level in the order it queues them, so the i-th node of a level is the
+        i-th it stored since the level began. The sum is then the fingerprint stored there
+        (unless that is 1, which a sum of 0 is stored as), not worked out from every part;
+        every `_RECHECK`-th is worked out all the same, and must agree.
+        """
+        if index >= 0:
+            raw = self._fp_at(index)
+            self._expanded += 1
+            if raw == 1 or not self._expanded % _RECHECK:
+                whole = self.fingerprinter.raw(node)
+                if (whole or 1) != raw:
+                    raise RuntimeError(
+                        f"fingerprints: node {index} of the visited set is not the node "
+                        "expanded; the search stored a level out of its order"
+                    )
+                raw = whole
+        else:
+            raw = self.fingerprinter.raw(node)
+            index = self.find(raw or 1)
+            assert index >= 0, "a parent is visited before its successors"
         self._parent, self._parent_ref = node, index * self.partitions + self.partition
         return raw
 

@@ -199,9 +199,10 @@ class Partition:
         (`reached`): this worker expands only nodes it holds in its store."""
         return None if self.nodes is not None else self
 
-    def expanding(self, node: Node) -> int:
+    def expanding(self, node: Node, index: int = -1) -> int:
         """`FingerprintStore.expanding`: `node`'s successors are next (its routed parts'
-        digests are summed once for them all)."""
+        digests are summed once for them all). A worker stores the nodes that arrive from
+        others as they come, not in its level's order: `index` is not taken."""
         if self.route is not None and self._digest is not None:
             digest, flat = self._digest, node[0][0] + node[0][1]
             self._parent_sum = sum([digest(p, flat[p]) for p in self._positions])
