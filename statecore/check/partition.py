@@ -200,13 +200,14 @@ class Partition:
         return None if self.nodes is not None else self
 
     def expanding(self, node: Node, index: int = -1) -> int:
-        """`FingerprintStore.expanding`: `node`'s successors are next (its routed parts'
-        digests are summed once for them all). A worker stores the nodes that arrive from
-        others as they come, not in its level's order: `index` is not taken."""
+        """`FingerprintStore.expanding` (`index`: `node`'s, where known): `node`'s successors
+        are next (its routed parts' digests are summed once for them all). A worker stores
+        a level as it queues it too: its own successors as it expands, then those that
+        arrived."""
         if self.route is not None and self._digest is not None:
             digest, flat = self._digest, node[0][0] + node[0][1]
             self._parent_sum = sum([digest(p, flat[p]) for p in self._positions])
-        return self.store.expanding(node)
+        return self.store.expanding(node, index)
 
     def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
         """`FingerprintStore.reached`; and `nxt`'s owner: here if its step (of flat positions
@@ -401,6 +402,7 @@ class Share:
         for pid, verdict in settled.items():
             if pid not in explorer.results:
                 explorer._settle(PropertyResult(props[pid], verdict, None, ""))
+        first = part.boundary  # where the frontier is stored from: as the last level began
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
@@ -419,6 +421,7 @@ class Share:
                 stage = "expand"
                 try:
                     for index, current in enumerate(self.frontier):
+                        explorer.at = first + index  # the frontier is stored as it was queued
                         deeper_hints = expand_hinted(
                             explorer._expand, current, index, deeper, hints, deeper_hints
                         )
@@ -429,6 +432,8 @@ class Share:
                     with contextlib.suppress(Exception):
                         self._exchange()  # the other workers wait for this one's successors
                     raise
+                finally:
+                    explorer.at = -1
                 stage = "exchange"
                 received = self._exchange()
                 stage = "state"
