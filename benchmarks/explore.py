@@ -46,7 +46,8 @@ a few hashes follow memory addresses, so each run meets the memos' entries in
 another order.
 
 ``--reductions N`` prints symmetry's and POR's factors on chunk_transfer at two ids
-(and why each is what it is); ``--complete-budget 600`` runs the scale goal: that
+(and why each is what it is; POR also judging no property, the most it can take away
+while the actions touch what they do); ``--complete-budget 600`` runs the scale goal: that
 model checked completely with 64-bit fingerprints, on 1 and on 2 processes, each within 600 s
 and 4 GB.
 

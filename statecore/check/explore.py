@@ -220,15 +220,16 @@ class _Explorer:
     def _search(self, start: float) -> None:
         level: Level = self._initial_nodes()
         self.last_report = start
-        depth = 0
-        first = 0  # where the level's first node is stored: a level is stored as queued
+        depth = first = 0  # and where the level's first node is stored (it is stored as queued)
         walks = self.hinted
         hints: list[NodeHint | None] | None = [None] * len(level) if walks else None
         while level:
             deeper = new_level(self.parts)
             deeper_hints: list[NodeHint | None] | None = [] if walks else None
             first, self.first = len(self.parents), first
-            if not self._expand_level(level, depth, deeper, start, hints, deeper_hints):
+            going_on = self._expand_level(level, depth, deeper, start, hints, deeper_hints)
+            self.at = -1  # a node expanded outside a level's loop has no index known
+            if not going_on:
                 break
             if not deeper:
                 break
