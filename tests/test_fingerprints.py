@@ -273,7 +273,7 @@ def test_a_node_expanded_at_another_nodes_index_is_caught(monkeypatch: pytest.Mo
     store.setdefault(first, None)
     store.setdefault(second, None)
     assert store.expanding(second, 1) == store.fingerprinter.raw(second)
-    with pytest.raises(RuntimeError, match="not the node expanded"):
+    with pytest.raises(RuntimeError, match="is not that of the node expanded"):
         store.expanding(second, 0)
 
 

@@ -140,6 +140,18 @@ def test_the_state_bound_is_kept_and_the_search_says_it_is_incomplete() -> None:
     assert all(r.verdict != "holds" or r.trace is not None for r in report.results)
 
 
+@pytest.mark.parametrize("bits", [0, 64])
+@pytest.mark.parametrize(("workers", "bound"), [(2, 1), (3, 1), (3, 2)])
+def test_a_bound_below_the_workers_turns_initial_states_away_without_queueing_them(
+    bits: int, workers: int, bound: int
+) -> None:
+    """A worker whose share of the bound is nothing keeps no initial state, so it queues none
+    (it used to expand one it had not stored): the search stays within the bound and says it
+    is incomplete."""
+    report = explore(systems()["segments"](), workers=workers, max_states=bound, fingerprints=bits)
+    assert report.states <= bound and not report.complete and report.stop == "max_states"
+
+
 def test_partial_order_reduction_on_several_workers_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="partial-order reduction does not run on several"):
         explore(systems()["segments"](), por=True, workers=2)

@@ -201,8 +201,7 @@ class _Explorer:
         self.violated = False
         self.last_report = 0.0
         self.state_props = self._undecided_state_props()  # to judge in each new state
-        self.first = -1  # where the level being expanded is stored from (-1: not known)
-        self.at = -1  # and the node being expanded (`FingerprintStore.expanding`)
+        self.first = self.at = -1  # where the level, and the node, expanded are stored (or -1)
 
     # -- the search ------------------------------------------------------------
 
@@ -265,8 +264,10 @@ class _Explorer:
         for state in states:
             self.values.add_state(state)
             node = self._canon((state, *(EMPTY_MONITOR for _ in self.monitors)))
+            stored = len(self.parents)
             if node not in self.parents:
-                self.parents[node] = None
+                self.parents[node] = None  # (a worker's quota may turn it away: not queued)
+            if len(self.parents) > stored:
                 level.append(node)
                 self._check_state(node)
         return level
@@ -306,8 +307,7 @@ class _Explorer:
         deeper_hints: list[NodeHint | None] | None = None,
     ) -> None:
         """Judge `node` where it rests, and queue its new successors in `deeper`. With
-        `deeper_hints` (see `hinted`), `hint` is `node`'s, and each successor queued has its own
-        put in `deeper_hints`."""
+        `deeper_hints` (`hinted`), `hint` is `node`'s, and each successor queued puts its own."""
         expansion: Expansion | None = None
         walk, judged = (None, None) if hint is None else hint
         queued = [] if deeper_hints is None else deeper_hints

@@ -51,7 +51,7 @@ BITS = (64, 128)  # the fingerprint sizes offered
 ROOT = (1 << 64) - 1  # the parent reference of an initial node
 _CACHE = 1 << 17  # encodings of slots, globals and monitor states remembered at most
 _EQUAL = 1 << 18  # digests remembered by value at most, per position
-_RECHECK = 1 << 12  # of the nodes expanded by index, each this many-th is checked whole
+_RECHECK = 1 << 8  # of the nodes expanded by index, each this many-th is checked whole
 _MAX_LOAD = 0.75  # the index table doubles beyond this share of used slots
 
 Node = tuple[Any, ...]
@@ -344,7 +344,8 @@ class FingerprintStore:
         nodes of a level in the order it queues them, so the i-th node of a level is the
         i-th it stored since the level began. The sum is then the fingerprint stored there
         (unless that is 1, which a sum of 0 is stored as), not worked out from every part;
-        every `_RECHECK`-th is worked out all the same, and must agree.
+        every `_RECHECK`-th is worked out whole all the same, and must agree (which also
+        checks the fingerprints worked out step by step).
         """
         if index >= 0:
             raw = self._fp_at(index)
@@ -353,8 +354,9 @@ class FingerprintStore:
                 whole = self.fingerprinter.raw(node)
                 if (whole or 1) != raw:
                     raise RuntimeError(
-                        f"fingerprints: node {index} of the visited set is not the node "
-                        "expanded; the search stored a level out of its order"
+                        f"fingerprints: the fingerprint stored as node {index} is not that of "
+                        "the node expanded: the search stored a level out of its order, or "
+                        "worked a successor's fingerprint out wrong; please report it"
                     )
                 raw = whole
         else:
