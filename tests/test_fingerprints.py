@@ -291,6 +291,20 @@ def test_equal_parts_of_unlike_objects_share_a_digest_at_a_position_and_no_other
     assert made is not again and seen.part(7, made) == seen.part(7, again)
 
 
+def test_digests_remembered_by_value_are_bounded_at_every_position_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """However many positions meet new parts, the digests remembered by value stay within one
+    bound (the encodings' and objects' bound), and forgetting them changes no digest."""
+    monkeypatch.setattr(fingerprints, "_CACHE", 50)
+    seen, fresh = Fingerprinter(64), Fingerprinter(64)
+    for n in range(400):
+        position, part = n % 7, ("queue", n // 7, n % 3)
+        assert seen.part(position, part) == fresh.part(position, part)
+        assert sum(map(len, seen._equal)) <= 50
+    assert seen.part(3, ("queue", 0, 0)) == Fingerprinter(64).part(3, ("queue", 0, 0))
+
+
 # -- the store ---------------------------------------------------------------------------
 
 

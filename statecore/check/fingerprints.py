@@ -50,7 +50,6 @@ __all__ = [
 BITS = (64, 128)  # the fingerprint sizes offered
 ROOT = (1 << 64) - 1  # the parent reference of an initial node
 _CACHE = 1 << 17  # encodings of slots, globals and monitor states remembered at most
-_EQUAL = 1 << 18  # digests remembered by value at most, per position
 _RECHECK = 1 << 8  # of the nodes expanded by index, each this many-th is checked whole
 _MAX_LOAD = 0.75  # the index table doubles beyond this share of used slots
 
@@ -90,6 +89,7 @@ class Fingerprinter:
         self._known: list[dict[int, int]] = []
         self._kept: list[Hashable] = []
         self._equal: list[dict[Hashable, int]] = []  # per position, the digests by value
+        self._equals = 0  # and how many they hold
         self._width = -1  # the slots of the nodes `moved` met last, and its split masks
         self._written: dict[int, tuple[tuple[int, int, int], ...]] = {}
 
@@ -174,7 +174,8 @@ class Fingerprinter:
         return self._digest(position, part) if digest is None else digest
 
     def _digest(self, position: int, part: Hashable) -> int:
-        """The digest of `part` at `position`, an object not met there (or forgotten)."""
+        """The digest of `part` at `position`, an object not met there (or forgotten): that of
+        an equal part met there, else worked out (equal parts encode alike)."""
         equal = self._equal[position]
         value = equal.get(part)
         if value is None:
@@ -182,8 +183,11 @@ class Fingerprinter:
             person = b"%d" % position
             digest = blake2b(data, digest_size=self._size, person=person).digest()
             value = int.from_bytes(digest, "little")
-            if len(equal) >= _EQUAL:
-                equal.clear()
+            self._equals += 1
+            if self._equals > _CACHE:  # at every position together
+                self._equals = 1
+                for equal_there in self._equal:
+                    equal_there.clear()
             equal[part] = value
         if len(self._kept) >= _CACHE:
             self._kept.clear()
