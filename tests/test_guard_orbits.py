@@ -14,14 +14,16 @@ from collections.abc import Hashable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from system_strategies import SystemSpec, build_system, systems
 from test_explore import check_trace_shows
 
 from statecore import Event, Machine, State, Transition, out
 from statecore.check import symmetry_guard
 from statecore.check.explore import VIOLATED, explore, reachable
-from statecore.check.stepcache import run_attempt
+from statecore.check.stepcache import SuccessorCache, run_attempt
 from statecore.check.symmetry import Canonicalizer, rename, rename_state, renamings
-from statecore.check.symmetry_guard import SymmetryGuard
+from statecore.check.symmetry_guard import Asymmetry, SymmetryGuard
 from statecore.properties import always, eventually, monitor, sometimes
 from statecore.system import Action, Component, Emitted, Global, Keys, System, Tx
 
@@ -122,6 +124,54 @@ def test_a_checked_orbit_is_not_run_again(monkeypatch: pytest.MonkeyPatch) -> No
         other = system.labels().index(rename(system.labels()[index], renaming))
         guard.check_run(other, image, run_attempt(system, other, image))
     assert len(runs) == 5  # every image is in the checked orbit
+
+
+def guarded_cache(system: System, max_nodes: int = 1 << 21) -> SuccessorCache:
+    """The successor memo as a search with symmetry builds it: learning the guard's images."""
+    guard = SymmetryGuard(system, Canonicalizer(system))
+    cache = SuccessorCache(system, max_nodes, verify=guard.check_run)
+    guard.values = cache.values
+    return cache
+
+
+def test_the_images_the_guard_ran_are_learned() -> None:
+    system = senders()
+    cache = guarded_cache(system)
+    state = next(iter(system.init_states()))
+    steps = cache(state)
+    # Each action is learned (run twice) on its first id; the guard checks that run on the
+    # five renamings by running the other ids' attempts, and the memo learns those runs:
+    # start, save and put are run twice each, and no attempt of ext1 or ext2 is run for itself.
+    assert cache.runs == 2 * len(system.actions) < 2 * len(system.attempts)
+    assert steps == system.successors(state)
+    for step in steps:  # and the paths learned so hold on the states that read alike
+        assert cache(step.state) == system.successors(step.state)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(systems(symmetric_pair=True, naming=True))
+def test_a_memo_learning_images_matches_successors_on_random_systems(spec: SystemSpec) -> None:
+    """On every state the full search reaches (not only representatives), ids named or not:
+    where the guard finds the system asymmetric, the search drops the memo with symmetry."""
+    system = build_system(spec)
+    for max_nodes in (1 << 21, 3):  # a tree cut short takes only some images
+        order = list(system.init_states())
+        seen = set(order)
+        try:
+            cache = guarded_cache(system, max_nodes)
+            for state in order:
+                expected = system.successors(state)
+                assert cache(state) == expected
+                for step in expected:
+                    if step.state not in seen:
+                        seen.add(step.state)
+                        order.append(step.state)
+        except Asymmetry:
+            continue
 
 
 @pytest.mark.parametrize("odd_one", [None, *IDS.values], ids=["symmetric", "ext0", "ext1", "ext2"])

@@ -109,9 +109,8 @@ class Footprints:
         self.observer: Verify | None = None
         self.successors = SuccessorCache(system, verify=self._observe)
 
-    def _observe(self, index: int, state: SystemState, run: Run) -> None:
-        if self.observer is not None:
-            self.observer(index, state, run)
+    def _observe(self, index: int, state: SystemState, run: Run) -> Sequence[tuple[int, Run]]:
+        return () if self.observer is None else self.observer(index, state, run)
 
     def bit(self, location: int) -> int:
         """The bit of a `Tx` location (slot i is i, global j is ~j)."""
@@ -207,8 +206,9 @@ class Reducer:
 
     # -- learning ----------------------------------------------------------------
 
-    def observe(self, index: int, state: SystemState, run: Run) -> None:
-        """The successor memo's ``verify`` hook: learn from every real run of an attempt."""
+    def observe(self, index: int, state: SystemState, run: Run) -> Sequence[tuple[int, Run]]:
+        """The successor memo's ``verify`` hook: learn from every real run of an attempt (it
+        makes no run of its own for the memo to learn)."""
         writes = 0
         if run.outcome is not None:
             slot_writes, value_writes = run.outcome[0], run.outcome[1]
@@ -218,6 +218,7 @@ class Reducer:
                 writes |= self.known.bit(~j)
         self.known.learn(index, run.reads, writes, run.whole)
         self._check_growth(index)
+        return ()
 
     def successors(self, verify: Verify | None) -> SuccessorCache:
         """The successor memo of this search, learning through `observe` (after `verify`)."""

@@ -35,7 +35,10 @@ The cache is only as good as that premise, so it is checked where it costs
 least: each attempt the cache learns from is run twice, and two runs that
 differ (an action reading a clock, `random` or a counter of its own) stop the
 search with `ActionFault`. So does an action that raises. A `verify` hook
-(the symmetry guard) sees every real run too.
+(the symmetry guard) sees every real run too, and may give back runs it made of
+other attempts: the guard runs each renamed image of a run to check it, and an
+image that does exactly what the renamed run predicts is learned with it (its
+states are met on other representatives of the orbit, and not run again there).
 """
 
 from __future__ import annotations
@@ -111,8 +114,11 @@ def run_attempt(system: System, index: int, state: SystemState) -> Run:
     return _new(Run, (reads, (slot_writes, value_writes, outputs, taken), whole))
 
 
-# Called with (attempt index, state, run) after every real run of an attempt.
-Verify = Callable[[int, SystemState, Run], None]
+# Called with (attempt index, state, run) after every real run of an attempt; gives back the
+# runs of other attempts it made that are known to do what the run predicts of them (the
+# symmetry guard's renamed images of it), each as (attempt index, run): the cache learns them
+# as it learns its own.
+Verify = Callable[[int, SystemState, Run], Sequence[tuple[int, Run]]]
 
 
 class ValueIds:
@@ -388,7 +394,8 @@ class SuccessorCache:
         return _new(Expansion, (steps, ends, leaves, ids))
 
     def _learn(self, index: int, state: SystemState) -> _End:
-        """Run attempt `index` on `state` (twice: it must be deterministic) and remember it."""
+        """Run attempt `index` on `state` (twice: it must be deterministic) and remember it,
+        with the runs `verify` gives back (its images under symmetry, met on other states)."""
         run = run_attempt(self.system, index, state)
         again = run_attempt(self.system, index, state)
         self.runs += 2
@@ -401,38 +408,45 @@ class SuccessorCache:
                 "reads through its Tx (no clock, random or state kept outside the model)",
                 None,
             )
-        if self._verify is not None:
-            self._verify(index, state, run)
-        self.values.add_run(run.reads, run.outcome)  # before any state holds what it wrote
-        reads = -1 if run.whole else _mask([_position(i, self._slots) for i, _ in run.reads])
-        leaf: _End
-        if run.outcome is None:
-            leaf = _Off(reads)
-        else:
-            action = self._attempts[index][0]
-            leaf = _Leaf(
+        images = () if self._verify is None else self._verify(index, state, run)
+        leaf = self._leaf(index, run)
+        if not self._grow(index, run, leaf):
+            raise ActionFault(
                 self._labels[index],
-                action.actor,
-                action.internal,
-                *run.outcome,
-                reads,
-                self._slots,
+                state,
+                "is not deterministic: after reading the same values it read another "
+                "location than on an earlier state",
+                None,
             )
-        if not run.whole and self._room > 0:
-            grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys, self.ids)
-            if grown is None:
-                raise ActionFault(
-                    self._labels[index],
-                    state,
-                    "is not deterministic: after reading the same values it read another "
-                    "location than on an earlier state",
-                    None,
-                )
-            self._roots[index], added = grown
-            self._room -= added
-            if type(leaf) is _Leaf:
-                leaf.name_writes(self.ids)
+        for other, image in images:  # one that disagrees with the tree is learned when met
+            self._grow(other, image, self._leaf(other, image))
         return leaf
+
+    def _leaf(self, index: int, run: Run) -> _End:
+        """The leaf of attempt `index`'s `run`; what it wrote is registered first (before any
+        state holds it)."""
+        self.values.add_run(run.reads, run.outcome)
+        reads = -1 if run.whole else _mask([_position(i, self._slots) for i, _ in run.reads])
+        if run.outcome is None:
+            return _Off(reads)
+        action = self._attempts[index][0]
+        return _Leaf(
+            self._labels[index], action.actor, action.internal, *run.outcome, reads, self._slots
+        )
+
+    def _grow(self, index: int, run: Run, leaf: _End) -> bool:
+        """Add `run`'s path to `leaf` to attempt `index`'s tree, while there is room (a run
+        that read the whole state has no path); False if it disagrees with the tree."""
+        if run.whole or self._room <= 0:
+            return True
+        grown = add_path(self._roots[index], run.reads, leaf, self._slots, self._keys, self.ids)
+        if grown is None:
+            return False
+        self._roots[index], added = grown
+        self._room -= added
+        if type(leaf) is _Leaf:
+            leaf.name_writes(self.ids)
+        return True
 
 
 def typed(value: Any) -> tuple[type, Any]:

@@ -110,13 +110,18 @@ class SymmetryGuard:
 
     # -- 3: steps -----------------------------------------------------------------
 
-    def check_run(self, index: int, state: SystemState, run: Run) -> None:
+    def check_run(self, index: int, state: SystemState, run: Run) -> list[tuple[int, Run]]:
         """Attempt `index`'s `run` on `state`, renamed, must be what its image does.
 
         A deterministic attempt's reads decide its run, so once a run is
         checked, every run in its orbit (each image attempt with the renamed
         reads) is known to commute with every renaming: such a run is not
         checked again.
+
+        Gives back each image run that is exactly the renamed run, as (attempt, run): a
+        real run of the image attempt, doing what the twice-run `run` predicts, on a state
+        that agrees with its reads. The successor memo learns them, so the states that
+        need them (whichever member of an orbit is its representative) are not run again.
         """
         # A deterministic attempt reads the same locations in the same order
         # after the same values: its reads in order name its run. Values are
@@ -124,8 +129,9 @@ class SymmetryGuard:
         # are two runs there, so two here).
         key = _run_key(index, run.reads)
         if key in self._checked:
-            return
+            return []
         orbit = [key]
+        images: list[tuple[int, Run]] = []
         for renaming, attempts, slots, plan in zip(
             self.renamings, self._attempt_maps, self._slot_maps, self._plans
         ):
@@ -143,6 +149,8 @@ class SymmetryGuard:
                 else:
                     if observed == expected or _comparable(observed) == _comparable(expected):
                         orbit.append(_run_key(other, observed.reads))
+                        if observed == expected:
+                            images.append((other, observed))
                         continue
             # The whole renamed state decides (and words what differs).
             image = plan.apply((state,), plan.slots(state.slots))[0]
@@ -160,9 +168,12 @@ class SymmetryGuard:
                     f"{_what_differs(expected, observed)}"
                 )
             orbit.append(_run_key(other, observed.reads))
+            if observed == expected and not observed.whole:
+                images.append((other, observed))
         if len(self._checked) >= _CHECKED_LIMIT:
             self._checked.clear()
         self._checked.update(orbit)
+        return images
 
     def _label(self, index: int) -> ActionLabel:
         return self.system.labels()[index]
