@@ -278,8 +278,13 @@ def test_the_sample_judges_a_route_by_the_workers_owner() -> None:
     full, fingerprints = seen
     assert full is None
     store = FingerprintStore(build(config), 128, lambda node: node, lambda *args: None)
-    for position, part in enumerate(build(config).init_states()[0][0]):
-        assert fingerprints(position, part) == store.fingerprinter.part(position, part)
+    parts = build(config).init_states()[0][0]
+    for position, part in enumerate(parts):
+        expected = store.fingerprinter.part(position, part)
+        assert fingerprints((position,))(parts) == expected
+    positions = tuple(range(0, len(parts), 2))
+    expected = sum(store.fingerprinter.part(p, parts[p]) for p in positions)
+    assert fingerprints(positions)(parts) == expected
 
 
 def test_the_sample_routes_by_fingerprint_where_it_meets_an_error() -> None:

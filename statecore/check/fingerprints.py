@@ -169,6 +169,28 @@ class Fingerprinter:
             self._equal.append({})
         return self._at(position, part)
 
+    def summing(self, positions: tuple[int, ...]) -> Callable[[Sequence[Hashable]], int]:
+        """A function of a node's flat parts (slots, globals, then monitor states): the sum,
+        unmasked, of the digests of those at `positions` (a worker's route, summed for
+        every node it expands or routes afresh: by identity first, in one pass, as `raw`)."""
+        known = self._known
+        while len(known) <= max(positions, default=-1):
+            known.append({})
+            self._equal.append({})
+        tables = [known[p] for p in positions]  # each cleared in place, never replaced
+        at, get = self._at, dict.get
+
+        def total(flat: Sequence[Hashable]) -> int:
+            parts = [flat[p] for p in positions]
+            digests = list(map(get, tables, map(id, parts)))
+            if None in digests:
+                for i, digest in enumerate(digests):
+                    if digest is None:
+                        digests[i] = at(positions[i], parts[i])
+            return sum(digests)  # type: ignore[arg-type]  # every None was filled
+
+        return total
+
     def _at(self, position: int, part: Hashable) -> int:
         digest = self._known[position].get(id(part))
         return self._digest(position, part) if digest is None else digest

@@ -34,6 +34,8 @@ from ..system import SystemState, SystemStep
 __all__ = ["SAMPLE", "owner_by", "route_positions"]
 
 Node = tuple[Any, ...]
+# A fingerprinter's `summing`: of routed positions, the sum of a flat node's digests there.
+Summing = Callable[[tuple[int, ...]], Callable[[Sequence[Hashable]], int]]
 
 SAMPLE = 20_000
 """The states the coordinator expands, breadth first, before it picks a key: at most `_BEAM`
@@ -49,34 +51,24 @@ def owner_by(
     positions: tuple[int, ...],
     slots: int,
     workers: int,
-    digest: Callable[[int, Hashable], int] | None = None,
+    summing: Summing | None = None,
 ) -> Callable[[Node], int]:
     """The owner of a node: its parts at `positions` (flat: the `slots` slots, then the
-    globals), hashed; with `digest` (a fingerprint's digest of a part at a position), the
-    sum of their digests, so that nodes one fingerprint stands for have one owner.
+    globals), hashed; with `summing` (a fingerprinter's `summing`), the sum of their
+    fingerprint digests, so that nodes one fingerprint stands for have one owner.
 
     `hash` is the same in every process forked from one; equal nodes have
     equal parts, so one owner.
     """
-    if digest is not None:
-        return _owner_by_digest(positions, workers, digest)
+    if summing is not None:
+        total = summing(positions)
+        return lambda node: total(node[0][0] + node[0][1]) % workers
     in_slots = _getter([p for p in positions if p < slots])
     in_globals = _getter([p - slots for p in positions if p >= slots])
 
     def owner(node: Node) -> int:
         state: SystemState = node[0]
         return hash((in_slots(state[0]), in_globals(state[1]))) % workers
-
-    return owner
-
-
-def _owner_by_digest(
-    positions: tuple[int, ...], workers: int, digest: Callable[[int, Hashable], int]
-) -> Callable[[Node], int]:
-    def owner(node: Node) -> int:
-        state: SystemState = node[0]
-        flat = state[0] + state[1]
-        return sum([digest(p, flat[p]) for p in positions]) % workers
 
     return owner
 
@@ -96,12 +88,12 @@ def route_positions(
     canon: Callable[[Node], Node],
     workers: int,
     sample: int = SAMPLE,
-    digest: Callable[[int, Hashable], int] | None = None,
+    summing: Summing | None = None,
 ) -> tuple[int, ...]:
     """The positions to route by on `workers` workers (empty: by fingerprint).
 
-    `digest` is the workers' `owner_by` digest (with fingerprints): a key's spread over the
-    workers is judged by the owner they will use, for with a few parts in most nodes the
+    `summing` is the workers' `owner_by` summing (with fingerprints): a key's spread over
+    the workers is judged by the owner they will use, for with a few parts in most nodes the
     way those parts fall to the workers is the spread.
 
     Expands up to `sample` states breadth first from `initial`, at most
@@ -151,7 +143,7 @@ def route_positions(
         key.append(position)
         bits |= 1 << position
         crossing = sum(n for mask, n in masks.items() if mask & bits) / steps
-        spread = max(_busiest(level, tuple(key), workers, digest) for level in guide)
+        spread = max(_busiest(level, tuple(key), workers, summing) for level in guide)
         cost = spread * (1 + _CROSSING * crossing * (1 - 1 / workers))
         if cost < best[0]:
             best = (cost, tuple(key))
@@ -162,7 +154,7 @@ def _busiest(
     level: list[Node],
     key: tuple[int, ...],
     workers: int,
-    digest: Callable[[int, Hashable], int] | None,
+    summing: Summing | None,
 ) -> float:
     """The busiest worker's share of `level` routed by `key`, over an even share (1: even);
     as if all of the level went to one worker where its keys are lumpier than `_KEYS` keys of
@@ -176,6 +168,6 @@ def _busiest(
     even = len(level) ** 2 / sum(n * n for n in lumps.values())  # keys of even weight alike
     if even < min(_KEYS * workers, len(level) / _SPARSE):
         return float(workers)
-    owner = owner_by(key, len(level[0][0][0]), workers, digest)
+    owner = owner_by(key, len(level[0][0][0]), workers, summing)
     loads: Counter[Hashable] = Counter(owner(node) for node in level)
     return max(loads.values()) * workers / len(level)

@@ -187,9 +187,9 @@ class ParallelSearch:
             monitors = tuple(EMPTY_MONITOR for _ in sampler.monitors)
             initial = [sampler._canon((state, *monitors)) for state in self.system.init_states()]
             # With fingerprints the workers route by the parts' digests (`Partition`).
-            digest = Fingerprinter(self.fingerprints).part if self.fingerprints else None
+            summing = Fingerprinter(self.fingerprints).summing if self.fingerprints else None
             return route_positions(
-                initial, sampler.successors, sampler._canon, self.workers, sample, digest
+                initial, sampler.successors, sampler._canon, self.workers, sample, summing
             )
         except Exception:
             return ()

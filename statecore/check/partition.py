@@ -146,12 +146,11 @@ class Partition:
         self.workers = store.partitions
         slots = len(store.system.slot_keys())
         # With fingerprints, routed as they are kept: by the parts' digests.
-        digest = None if exact else store.fingerprinter.part
+        summing = None if exact else store.fingerprinter.summing
         route = tuple(dict.fromkeys(route))  # each position once, as the mask has it
-        self.route = owner_by(route, slots, self.workers, digest) if route else None
+        self.route = owner_by(route, slots, self.workers, summing) if route else None
         self.routed = sum(1 << p for p in route)  # the flat positions routed by, as a mask
-        self._digest = digest
-        self._positions = route
+        self._routed_sum = None if summing is None or not route else summing(route)
         # The successor `reached` met last, if its step left every routed position alone: it
         # has its parent's owner, this worker (a worker expands only nodes it holds).
         self._stays: object = None
@@ -204,16 +203,15 @@ class Partition:
         are next (its routed parts' digests are summed once for them all). A worker stores
         a level as it queues it too: its own successors as it expands, then those that
         arrived."""
-        if self.route is not None and self._digest is not None:
-            digest, flat = self._digest, node[0][0] + node[0][1]
-            self._parent_sum = sum([digest(p, flat[p]) for p in self._positions])
+        if self._routed_sum is not None:
+            self._parent_sum = self._routed_sum(node[0][0] + node[0][1])
         return self.store.expanding(node, index)
 
     def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
         """`FingerprintStore.reached`; and `nxt`'s owner: here if its step (of flat positions
         `writes`) changed no position the route reads, else from the parts it changed."""
         self.store.reached(raw, node, nxt, writes)
-        if self.route is None or self._digest is None:
+        if self._routed_sum is None:
             return
         hit = writes & self.routed
         if not hit:
