@@ -39,9 +39,9 @@ search with `ActionFault`. So does an action that raises. A `verify` hook
 other attempts: the guard runs each renamed image of a run to check it, and an
 image that does exactly what the renamed run predicts is learned with it (its
 states are met on other representatives of the orbit, and not run again there).
-Such an image is run once: the run it must equal, renamed, was run twice. One
-that disagrees with its tree is left for the search to learn, and judge, when
-it meets it.
+Such an image is run twice, as a run learned here is, and must also equal the
+renamed run. One that disagrees with its tree is left for the search to learn,
+and judge, when it meets it.
 """
 
 from __future__ import annotations

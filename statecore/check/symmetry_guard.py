@@ -119,9 +119,10 @@ class SymmetryGuard:
         checked again.
 
         Gives back each image run that is exactly the renamed run, as (attempt, run): a
-        real run of the image attempt, doing what the twice-run `run` predicts, on a state
-        that agrees with its reads. The successor memo learns them, so the states that
-        need them (whichever member of an orbit is its representative) are not run again.
+        real run of the image attempt, run twice alike, doing what the twice-run `run`
+        predicts, on a state that agrees with its reads. The successor memo learns them,
+        so the states that need them (whichever member of an orbit is its representative)
+        are not run again.
         """
         # A deterministic attempt reads the same locations in the same order
         # after the same values: its reads in order name its run. Values are
@@ -142,15 +143,15 @@ class SymmetryGuard:
             if not run.whole:
                 # The image agrees with the renamed state where the run read: a run that
                 # reads only there does what it does on the whole renamed state.
+                patched = _patched(state, expected.reads)
                 try:
-                    observed = run_attempt(self.system, other, _patched(state, expected.reads))
+                    observed = run_attempt(self.system, other, patched)
                 except ActionFault:
                     pass
                 else:
                     if observed == expected or _comparable(observed) == _comparable(expected):
                         orbit.append(_run_key(other, observed.reads))
-                        if observed == expected:
-                            images.append((other, observed))
+                        images += self._learnable(other, patched, observed, expected)
                         continue
             # The whole renamed state decides (and words what differs).
             image = plan.apply((state,), plan.slots(state.slots))[0]
@@ -168,12 +169,25 @@ class SymmetryGuard:
                     f"{_what_differs(expected, observed)}"
                 )
             orbit.append(_run_key(other, observed.reads))
-            if observed == expected and not observed.whole:
-                images.append((other, observed))
+            images += self._learnable(other, image, observed, expected)
         if len(self._checked) >= _CHECKED_LIMIT:
             self._checked.clear()
         self._checked.update(orbit)
         return images
+
+    def _learnable(
+        self, index: int, state: SystemState, observed: Run, expected: Run
+    ) -> list[tuple[int, Run]]:
+        """`observed`, attempt `index`'s run on `state`, as an image the memo may learn: if it
+        is exactly `expected` and a second run does the same (as the memo runs what it learns
+        twice, so an action that is not deterministic is caught as often); else none."""
+        if observed != expected or observed.whole:
+            return []
+        try:
+            again = run_attempt(self.system, index, state)
+        except ActionFault:
+            return []
+        return [(index, observed)] if again == observed else []
 
     def _label(self, index: int) -> ActionLabel:
         return self.system.labels()[index]
