@@ -39,6 +39,9 @@ Predicate = Callable[[StateView[Any]], object]
 @pytest.mark.parametrize(
     ("first", "second"),
     [
+        (1, True),
+        (0, False),
+        (1, 1.0),
         (0.0, -0.0),
         ((1,), (True,)),
         ((1,), (1.0,)),
@@ -56,11 +59,15 @@ def test_equal_values_that_differ_at_one_place_conflict(first: Hashable, second:
         registry.add(0, second)
 
 
-def test_what_the_memos_tell_apart_or_cannot_see_does_not_conflict() -> None:
+def test_values_at_other_places_or_in_other_orders_do_not_conflict() -> None:
     registry = ValueRegistry()
-    for value in (1, True, 1.0, frozenset((0, 8)), frozenset((8, 0)), (1, "a"), (1, "a")):
-        registry.add(0, value)  # 1, True and 1.0 are keyed by type too; a set's order is no part
-    assert [v for _, v, _ in registry.fresh()] == [1, True, 1.0, frozenset((0, 8)), (1, "a")]
+    for place, value in enumerate((1, True, 1.0)):  # at three places: no state compares them
+        registry.add(place, value)
+    for value in (frozenset((0, 8)), frozenset((8, 0)), (1, "a"), (1, "a")):
+        registry.add(3, value)  # a set's order is no part of its form
+    made = [v for _, v in registry.fresh()]
+    assert made == [1, True, 1.0, frozenset((0, 8)), (1, "a")]
+    assert [type(v) for v in made[:3]] == [int, bool, float]
     assert registry.fresh() == []
 
 
@@ -125,6 +132,9 @@ CASES: dict[str, System] = {
     "1 and True in a tuple, an action": tagged(
         (1,), (True,), lambda v: v.get("words") != "(True,)", show=True
     ),
+    "1 and True at the top, an action": tagged(
+        1, True, lambda v: v.get("words") != "True", show=True
+    ),
     "Decimal digits": tagged(
         Decimal("1.0"), Decimal("1.00"), lambda v: v.get("words") != "Decimal('1.00')", show=True
     ),
@@ -178,7 +188,7 @@ def test_a_fifo_front_equal_to_another_falls_back_too() -> None:
 
 
 def test_models_without_such_values_keep_their_memos() -> None:
-    system = tagged(1, True, lambda v: v.get("words") != "True", show=True)
+    system = tagged(1, 2, lambda v: v.get("words") != "2", show=True)
     report = explore(system, stop_on_violation=False)
     assert [r.verdict for r in report.results] == [VIOLATED]
     assert report.notes == ()
@@ -200,8 +210,8 @@ def test_fuzzing_steps_plainly_once_the_model_makes_such_values() -> None:
 class _Blind(ValueRegistry):
     """A worker's registry that notes values but never compares them."""
 
-    def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
-        self._fresh.append((place, value, typed))
+    def add(self, place: Hashable, value: Hashable) -> None:
+        self._fresh.append((place, value))
 
 
 def test_values_two_workers_made_apart_are_compared_by_the_coordinator(
@@ -352,7 +362,7 @@ class _Forms:
     def add(self, place: Hashable, value: Hashable) -> None:
         if self.renamed:
             self._parts(value)
-        self._note((place, type(value), value), value)
+        self._note((place, value), value)
 
     def _parts(self, value: Any) -> None:
         if type(value) in (int, bool, str, float, Decimal):

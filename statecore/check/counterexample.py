@@ -26,6 +26,7 @@ from ..traces.path import NotEnabledError, take
 from ..traces.trace import Trace, TraceStep
 from .stepcache import ActionFault
 from .symmetry import Renaming, rename, rename_state
+from .values import alike
 
 __all__ = ["Node", "action_error", "property_error", "rebuild"]
 
@@ -74,7 +75,7 @@ def rebuild(
     """
     chain, labels = _chain(parents, node, last)
     state: SystemState = next(
-        init for init in system.init_states() if canon((init, *chain[0][1:])) == chain[0]
+        init for init in system.init_states() if _same(canon((init, *chain[0][1:])), chain[0])
     )
     steps = [TraceStep(None, "", state)]
     # The concrete node, monitor states included: a renaming that maps only
@@ -91,6 +92,11 @@ def rebuild(
         concrete = (state, *step_monitors(concrete[1:], step_.outputs)[0])
         steps.append(TraceStep.of(step_))
     return steps
+
+
+def _same(first: Node, second: Node) -> bool:
+    """Whether two nodes are one to the search (without memos, equal is not enough)."""
+    return first == second and alike(first, second)
 
 
 def _renaming_to(

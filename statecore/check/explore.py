@@ -33,7 +33,7 @@ import gc
 import time
 from collections import Counter
 from collections import _count_elements as _count  # type: ignore[attr-defined]
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, MutableMapping
 
 from ..errors import ActionRaisedError, ModelError
 from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
@@ -83,7 +83,6 @@ __all__ = [
     "reachable",
     "resident_memory",
 ]
-
 
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 
@@ -180,7 +179,7 @@ class _Explorer:
         self.stop = ""  # why the search stopped early, a key of STOPS
         self.stop_on_violation = stop_on_violation
         self.progress = progress
-        self.parents: dict[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
+        self.parents: MutableMapping[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
         if fingerprints:
             self.parents = FingerprintStore(
                 system, fingerprints, self._canon, self.monitor_steps.step
@@ -587,14 +586,16 @@ class _Explorer:
 
 
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
-    """Every reachable system state (a convenience for tests and tools)."""
-    report_states: set[Hashable] = set()
+    """Every reachable system state (a convenience for tests and tools: a set, so equal
+    states are one there, alike or not)."""
     explorer = _Explorer(system, (), symmetry, None, None, False, None)
     try:
+        try:
+            explorer.run()
+        except Asymmetry:
+            explorer = _Explorer(system, (), False, None, None, False, None)
+            explorer.run()
+    except NotInterchangeable:
+        explorer = _plain.without_memos(_Explorer(system, (), False, None, None, False, None))
         explorer.run()
-    except Asymmetry:
-        explorer = _Explorer(system, (), False, None, None, False, None)
-        explorer.run()
-    for node in explorer.parents:
-        report_states.add(node[0])
-    return report_states
+    return {node[0] for node in explorer.parents}

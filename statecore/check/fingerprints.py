@@ -34,6 +34,7 @@ from ..errors import DefinitionError, NondeterministicActionError
 from ..properties import EMPTY_MONITOR
 from ..system import ActionLabel, System, SystemState
 from ..traces.path import NotEnabledError, take
+from .values import StrictParents
 
 __all__ = [
     "BITS",
@@ -196,21 +197,9 @@ class Fingerprinter:
         return self._digest(position, part) if digest is None else digest
 
     def _digest(self, position: int, part: Hashable) -> int:
-        """The digest of `part` at `position`, an object not met there (or forgotten): that of
-        an equal part met there, else worked out (equal parts encode alike)."""
-        equal = self._equal[position]
-        value = equal.get(part)
-        if value is None:
-            data = self._cache.get(part) or self._remember(part)
-            person = b"%d" % position
-            digest = blake2b(data, digest_size=self._size, person=person).digest()
-            value = int.from_bytes(digest, "little")
-            self._equals += 1
-            if self._equals > _CACHE:  # at every position together
-                self._equals = 1
-                for equal_there in self._equal:
-                    equal_there.clear()
-            equal[part] = value
+        """The digest of `part` at `position`, an object not met there (or forgotten), noted
+        by the object's identity."""
+        value = self._worked_out(position, part)
         if len(self._kept) >= _CACHE:
             self._kept.clear()
             for known in self._known:
@@ -218,6 +207,28 @@ class Fingerprinter:
         self._known[position][id(part)] = value
         self._kept.append(part)
         return value
+
+    def _worked_out(self, position: int, part: Hashable) -> int:
+        """The digest of `part` at `position`: that of an equal part met there, else worked
+        out (equal parts encode alike)."""
+        equal = self._equal[position]
+        value = equal.get(part)
+        if value is None:
+            value = self.digest(self._cache.get(part) or self._remember(part), position)
+            self._equals += 1
+            if self._equals > _CACHE:  # at every position together
+                self._equals = 1
+                for equal_there in self._equal:
+                    equal_there.clear()
+            equal[part] = value
+        return value
+
+    def digest(self, data: bytes, position: int) -> int:
+        """The digest of a part's encoding `data` at `position`."""
+        person = b"%d" % position
+        return int.from_bytes(
+            blake2b(data, digest_size=self._size, person=person).digest(), "little"
+        )
 
     def encode_node(self, node: Node) -> bytes:
         """The canonical bytes of an explorer node: its slots, globals and monitor states in
@@ -472,7 +483,7 @@ class FingerprintStore:
         """``(fingerprint, parent reference, action index)`` of node `index`."""
         return self._fp_at(index), self.parents[index], self.actions[index]
 
-    def path_to(self, node: Node) -> dict[Node, tuple[Node, ActionLabel] | None]:
+    def path_to(self, node: Node) -> StrictParents:
         """The explorer's parents along the shortest path to visited `node`, by replay."""
         index = self.find(self.fingerprint(node))
         assert index >= 0, "only a visited node has a path"
@@ -490,7 +501,7 @@ class FingerprintStore:
 
 def replay_chain(
     store: FingerprintStore, root: int, actions: Sequence[int], monitors: int
-) -> tuple[dict[Node, tuple[Node, ActionLabel] | None], Node]:
+) -> tuple[StrictParents, Node]:
     """The nodes (with `monitors` monitor states) from the initial node `root` along `actions`.
 
     Each step applies the stored action to the representative reached so far
@@ -507,7 +518,9 @@ def replay_chain(
             break
     if current is None:
         raise _diverged(system, "no initial state has the stored fingerprint")
-    chain: dict[Node, tuple[Node, ActionLabel] | None] = {current: None}
+    # (Keyed strictly: without memos, a path may pass two states equal but for a type.)
+    chain = StrictParents()
+    chain[current] = None
     for step_index, action in enumerate(actions, 1):
         label = store.labels[action]
         try:

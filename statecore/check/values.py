@@ -1,25 +1,28 @@
-"""Equal values must be interchangeable: every memo's premise, checked on the values a search makes.
+"""Equal values must be interchangeable: the premise of the visited set and every memo,
+checked on the values a search makes.
 
 The explorer keeps one of two equal states, and its memos (the successor
 memo, the predicate memo, partial-order reduction's footprints, the monitor
 steps) answer a value read with what they learned on an equal one. That is
 sound only if equal values behave alike. Python has equal values that do
-not: ``0.0`` and ``-0.0``, ``Decimal("1.0")`` and ``Decimal("1.00")``,
-``(1,)`` and ``(True,)`` (the memos tell ``1`` from ``True`` at the top of a
-location, not inside a container). Two states that hold such values at one location and
-differ elsewhere are both kept, and a memo would answer the second with
-what the first did.
+not: ``1``, ``True`` and ``1.0``, ``0.0`` and ``-0.0``, ``Decimal("1.0")``
+and ``Decimal("1.00")``, ``(1,)`` and ``(True,)``. Two states that hold such
+values at one location and differ elsewhere are both kept, and a memo would
+answer the second with what the first did; two that differ nowhere else are
+one state to the visited set, and which one the search keeps depends on the
+order it meets them (one process or several). The memos tell ``1`` from
+``True`` at the top of a location; the visited set does not.
 
 Every value in a state comes from an initial state or from a run of an
 action the successor memo learned (a memo answer replays a learned write;
 a FIFO append adds a learned item). `ValueRegistry` sees each of them once,
-when it is made, and keeps the first of equal values. Two equal values must
-have one `strict` form: the value with every part's exact type and a
-number's sign and digits (`alike` compares them part by part, and a value
-made again from the memo's own parts costs an identity test). Two that do
-not raise `NotInterchangeable`, before any state holds the second one, so no
-memo has answered with the first: the explorer then searches again without
-its memos (`statecore.check.explore`).
+when it is made, and keeps the first of equal values at each place. Two
+equal values must have one `strict` form: the value with every part's exact
+type and a number's sign and digits (`alike` compares them part by part, and
+a value made again from the memo's own parts costs an identity test). Two
+that do not raise `NotInterchangeable`, before any state holds the second
+one, so no memo has answered with the first: the explorer then searches
+again without its memos, telling such states apart (`statecore.check.plain`).
 
 A set's order is not part of its form: equal sets can iterate in different
 orders (one built from ``(0, 8)``, the other from ``(8, 0)``), and in
@@ -30,20 +33,22 @@ one of two equal states whatever their sets' orders, with or without memos.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator, MutableMapping
 from decimal import Decimal
 from typing import Any
 
-from ..system import ModelValue, Slot, SystemState
+from ..system import ActionLabel, ModelValue, Slot, SystemState
 from ..transaction import Edited, Front
 
-__all__ = ["NotInterchangeable", "ValueRegistry", "alike", "strict"]
+__all__ = ["NotInterchangeable", "StrictParents", "ValueRegistry", "alike", "strict"]
 
 # Types whose equal values of the one type behave alike: their value is their form.
 _PLAIN = frozenset({int, bool, str, bytes, type(None), ModelValue})
 # Numbers whose equal values can still differ (sign of zero, digits): their repr tells.
 _SPELLED = frozenset({float, complex, Decimal})
 _NONE = object()  # no value noted yet
+Node = tuple[Any, ...]
+Entry = tuple[Node, ActionLabel] | None
 
 
 class NotInterchangeable(Exception):
@@ -89,16 +94,16 @@ class ValueRegistry:
     """The values a search has made, by where they are, each with its `strict` form.
 
     A memo looks a value up where it was read (a slot, a global, a FIFO's
-    front, a step's outputs), by type and equality: so two values conflict
-    only at one place, of one type. A FIFO's items conflict whatever their
-    types (`add_global`). A place is a location of
-    `statecore.transaction` (slot i is i, global j is ~j), ``("item", j)``
-    for the items of global j, or ``"outputs"``.
+    front, a step's outputs), and the visited set compares states place by
+    place: so two values conflict only at one place, whatever their types.
+    A place is a location of `statecore.transaction` (slot i is i, global j
+    is ~j), ``("item", j)`` for the items of a FIFO j (`add_global`), or
+    ``"outputs"``.
     """
 
     def __init__(self) -> None:
         self._first: dict[Hashable, Hashable] = {}  # key -> the first value noted
-        self._fresh: list[tuple[Hashable, Hashable, bool]] = []  # noted since `fresh`
+        self._fresh: list[tuple[Hashable, Hashable]] = []  # noted since `fresh`
         # With symmetry reduction, the renaming cache (`statecore.check.symmetry`) looks every
         # tuple, set and record up by equality wherever it sits, parts included: those too
         # must be alike wherever they are (`renamed`).
@@ -106,13 +111,9 @@ class ValueRegistry:
         self._fifos: set[int] = set()  # the globals a run appended to or took a front of
         self._items: dict[int, list[Hashable]] = {}  # the items of the others, so far
 
-    def add(self, place: Hashable, value: Hashable, typed: bool = True) -> None:
-        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs.
-
-        `typed`: the memos tell values of two types apart there (the top of a
-        location); not inside a value (a FIFO's item is inside its queue).
-        """
-        key = (place, type(value) if typed else None, value)
+    def add(self, place: Hashable, value: Hashable) -> None:
+        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs."""
+        key = (place, value)
         try:
             first = self._first.get(key, _NONE)
         except TypeError:  # unhashable: no state can hold it, no memo can key on it
@@ -121,12 +122,13 @@ class ValueRegistry:
             if self.renamed:
                 self._parts(value)
             self._first[key] = value
-            self._fresh.append((place, value, typed))
+            self._fresh.append((place, value))
         elif not alike(first, value):  # alike: so are its parts, noted with the first
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
-                "(a part of another type, or a number's sign or digits); a memo would answer "
-                "one with what it learned on the other"
+                "(a part of another type, or a number's sign or digits); the visited set would "
+                "keep one of two states equal but for them, and a memo would answer one with "
+                "what it learned on the other"
             )
 
     def _parts(self, value: Any) -> None:
@@ -154,7 +156,7 @@ class ValueRegistry:
                 "would give one for the other"
             )
 
-    def fresh(self) -> list[tuple[Hashable, Hashable, bool]]:
+    def fresh(self) -> list[tuple[Hashable, Hashable]]:
         """``add``'s arguments of the values first noted since the last call: for a whole
         search's registry."""
         fresh, self._fresh = self._fresh, []
@@ -165,13 +167,13 @@ class ValueRegistry:
         if type(value) is Edited:
             self.fifo(index)
             for item in value.items:
-                self.add(("item", index), item, typed=False)
+                self.add(("item", index), item)
             return
         self.add(~index, value)
         if type(value) is tuple:
             if index in self._fifos:
                 for item in value:
-                    self.add(("item", index), item, typed=False)
+                    self.add(("item", index), item)
             else:
                 self._items.setdefault(index, []).extend(value)
 
@@ -182,7 +184,7 @@ class ValueRegistry:
         if index not in self._fifos:
             self._fifos.add(index)
             for item in self._items.pop(index, ()):
-                self.add(("item", index), item, typed=False)
+                self.add(("item", index), item)
 
     def add_state(self, state: SystemState) -> None:
         """Every slot and global of an initial state."""
@@ -207,3 +209,50 @@ class ValueRegistry:
         for index, value in value_writes:
             self.add_global(index, value)
         self.add("outputs", outputs)
+
+
+class StrictParents(MutableMapping[Node, Entry]):
+    """The visited set of full states (node -> parent and action), where two nodes are one
+    only if they are alike: equal, and of one type in every part, sign and digits included."""
+
+    def __init__(self) -> None:
+        self._entries: dict[_Alike, Entry] = {}
+
+    def __getitem__(self, node: Node) -> Entry:
+        return self._entries[_Alike(node)]
+
+    def __setitem__(self, node: Node, entry: Entry) -> None:
+        self._entries[_Alike(node)] = entry
+
+    def __delitem__(self, node: Node) -> None:
+        del self._entries[_Alike(node)]
+
+    def __contains__(self, node: object) -> bool:
+        return _Alike(node) in self._entries
+
+    def setdefault(self, node: Node, entry: Entry = None) -> Entry:
+        return self._entries.setdefault(_Alike(node), entry)
+
+    def __iter__(self) -> Iterator[Node]:
+        return (key.node for key in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _Alike:
+    """A node as a key: equal to another only if `alike`."""
+
+    __slots__ = ("_hash", "node")
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self._hash = hash(node)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Alike) and self.node == other.node and alike(self.node, other.node)
+        )
