@@ -30,7 +30,9 @@ Then the visited set and the processes side by side: full states against
 64-bit fingerprints, on 1 and 2 workers, on the benchmark model and on
 chunk_transfer at two ids (``ChunkTransferConfig(ids=2, generations=2,
 saves=1, segments=1)``, bounded by ``--ct-states``, 200,000 by default: its
-complete space is beyond a short run). Each runs in a fresh process, so its
+complete space is beyond a short run); and 64-bit fingerprints on one process
+with every level in memory (``levels``: a fingerprint search's level past
+`statecore.check.frontier.SPILL` bytes goes to a file). Each runs in a fresh process, so its
 peak resident memory is its own: ``B/state`` is that peak (the coordinator's
 plus, with workers, N times the largest worker's) over the states, less the
 memory before the search; ``store B/st`` is what the fingerprint store's
@@ -83,6 +85,7 @@ from scale_goal import goal_run, reduction_factors
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
 
 from statecore import Event, Machine, State, Transition, Var, out
+from statecore.check import frontier
 from statecore.check.explore import Progress, Report, explore
 from statecore.check.memory import resident_memory
 from statecore.properties import always, eventually, monitor, sometimes
@@ -340,12 +343,18 @@ def bounded_validation() -> None:
 
 # -- the visited set and the processes, side by side ----------------------------------
 
-STORES = [(0, 1), (64, 1), (0, 2), (64, 2)]  # (fingerprint bits or 0 for full states, workers)
+# (fingerprint bits or 0 for full states, workers, whether a level past SPILL bytes goes to a file)
+STORES = [(0, 1, True), (64, 1, True), (64, 1, False), (0, 2, True), (64, 2, True)]
 STORE_BYTES = re.compile(r"\((\d+) bytes each\)")  # in the fingerprint store's note
 
 
-def measure(which: str, bits: int, workers: int, max_states: int | None) -> dict[str, Any]:
-    """Explore `which` once in this process; what the side-by-side table prints."""
+def measure(
+    which: str, bits: int, workers: int, max_states: int | None, spill: bool = True
+) -> dict[str, Any]:
+    """Explore `which` once in this process; what the side-by-side table prints. Without
+    `spill`, every level stays in memory (`statecore.check.frontier.SPILL`)."""
+    if not spill:
+        frontier.SPILL = 1 << 62
     if which == "chunk_transfer_ids2":
         system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
     else:
@@ -379,15 +388,15 @@ def measure(which: str, bits: int, workers: int, max_states: int | None) -> dict
 
 
 def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
-    """The four runs of `which` side by side, each in a fresh process."""
+    """The runs of `STORES` on `which` side by side, each in a fresh process."""
     print(f"\n{label}")
-    print(f"{'store':<12}{'workers':>8}{'states':>10}{'seconds':>9}{'cpu s':>8}", end="")
-    print(f"{'states/cpu s':>14}{'B/state':>9}{'store B/st':>11}  same verdicts")
-    print("-" * 95)
+    print(f"{'store':<12}{'levels':>8}{'workers':>8}{'states':>10}{'seconds':>9}", end="")
+    print(f"{'cpu s':>8}{'states/cpu s':>14}{'B/state':>9}{'store B/st':>11}  same verdicts")
+    print("-" * 103)
     first: dict[str, Any] | None = None
-    for bits, workers in STORES:
+    for bits, workers, spill in STORES:
         command = [sys.executable, __file__, "--measure", which, str(bits), str(workers)]
-        command.append(str(max_states or 0))
+        command += [str(max_states or 0), str(int(spill))]
         env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
         out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         got = json.loads(out.stdout.splitlines()[-1])
@@ -397,7 +406,8 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
         same = got["verdicts"] == first["verdicts"] and got["states"] == first["states"]
         done = "" if got["complete"] else " (bounded)"
         print(
-            f"{store:<12}{workers:>8}{got['states']:>10}{got['seconds']:>9.2f}{got['cpu']:>8.2f}"
+            f"{store:<12}{'file' if spill and bits else 'memory':>8}{workers:>8}"
+            f"{got['states']:>10}{got['seconds']:>9.2f}{got['cpu']:>8.2f}"
             f"{got['states'] / max(got['cpu'], 1e-9):>14.0f}{got['bytes']:>9.0f}{kept:>11}"
             f"  {'yes' if same else 'NO'}{done}",
             flush=True,
@@ -450,9 +460,9 @@ def instructions() -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--measure"]:
-        which, bits, workers, bound = sys.argv[2:6]
+        which, bits, workers, bound, *spill = sys.argv[2:7]
         gc.disable()
-        got = measure(which, int(bits), int(workers), int(bound) or None)
+        got = measure(which, int(bits), int(workers), int(bound) or None, spill != ["0"])
         print(json.dumps(got))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -241,3 +241,13 @@ def test_the_quoted_size_of_the_route_sample_is_the_one_the_workers_use() -> Non
     text = " ".join((DOCS / "cli.md").read_text().split())
     quoted = re.findall(r"The sample is at most ([\d,]+) states", text)
     assert quoted == [f"{SAMPLE:,}"]
+
+
+def test_the_quoted_sizes_of_a_level_are_the_ones_the_frontier_uses() -> None:
+    """docs/cli.md says how many states a level keeps as they are, and how many bytes of
+    packed ones it holds in memory before it writes them to its file."""
+    from statecore.check.frontier import SPILL, UNPACKED
+
+    text = " ".join((DOCS / "cli.md").read_text().split())
+    assert set(re.findall(r"past (?:its )?first ([\d,]+)", text)) == {f"{UNPACKED:,}"}
+    assert re.findall(r"Past (\d+) MB of packed states", text) == [str(SPILL >> 20)]

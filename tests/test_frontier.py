@@ -11,7 +11,9 @@ does) are in `tests/test_fingerprints.py` and `tests/test_parallel_explore.py`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,3 +267,84 @@ def test_parts_cross_once_per_pair_of_workers() -> None:
         first, *more = dispatch.parcels(outgoing, 10)
         assert not more
     assert first.new == () and list(first.codes) == [0] * (SLOTS + GLOBALS + MONITORS)
+
+
+# -- a level past SPILL bytes: in a file of its own ---------------------------------------
+
+
+def test_a_spilling_level_gives_back_every_node_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of 3 packed nodes to the file (10 bytes a node, spilled at 30), then the rest
+    in memory; read back in order, by index, twice; and a chunk widens to four bytes midway
+    (the file keeps each chunk's own width)."""
+    monkeypatch.setattr(frontier, "SPILL", 30)
+    parts = Parts(SLOTS, GLOBALS, MONITORS)
+    level = Frontier(parts, 2, spill=True)
+    rows = [[i % 5, True if i % 2 else 1, (i,), -0.0 if i % 3 else 0.0, i % 4] for i in range(20)]
+    rows += [[i, 0, 0, 0, 0] for i in range(70_000)]  # position 0 meets 70,000 parts: wide
+    for row in rows:
+        level.append(node(row))
+    expected = [node(row) for row in rows]
+    assert level._chunks and level._chunks[0][1:] == (3, "H") and level._chunks[-1][2] == "I"
+    assert level._spilled == sum(nodes for _, nodes, _ in level._chunks) > 60_000
+    assert len(level) == len(expected)
+    for _ in range(2):
+        got = list(level)
+        assert got == expected and [strict(n) for n in got[:30]] == [
+            strict(n) for n in expected[:30]
+        ]
+    for index in (0, 1, 2, 3, 4, 5, 19, 20, 21, 50_000, len(rows) - 1):
+        assert strict(level[index]) == strict(expected[index])
+
+
+def test_a_level_that_cannot_write_its_file_keeps_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No room on the disk (the second chunk fails half written): that chunk and the rest
+    stay in memory, and every node still comes back, in order."""
+    monkeypatch.setattr(frontier, "SPILL", 20)
+    writes: list[int] = []
+    real = frontier.array.tofile
+
+    class Full(frontier.array):  # type: ignore[misc]
+        def tofile(self, file: Any) -> None:
+            writes.append(1)
+            if len(writes) == 2:
+                file.write(b"\0" * 7)
+                raise OSError(28, "No space left on device")
+            real(self, file)
+
+    monkeypatch.setattr(frontier, "array", Full)
+    level = Frontier(Parts(SLOTS, GLOBALS, MONITORS), 0, spill=True)
+    rows = [[i, i + 1, i + 2, i + 3, i + 4] for i in range(12)]
+    for row in rows:
+        level.append(node(row))
+    assert len(writes) == 2 and len(level._chunks) == 1 and level._spilled == 2
+    assert list(level) == [node(row) for row in rows]
+    assert [level[i] for i in range(12)] == [node(row) for row in rows]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_search_whose_levels_spill_finds_what_a_full_state_one_does(
+    workers: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Levels packed past 4 nodes and spilled past 256 bytes: the same states,
+    transitions and verdicts as full states, with shortest traces; and the levels (each
+    worker's, in its own process) did spill."""
+    monkeypatch.setattr(frontier, "UNPACKED", 4)
+    monkeypatch.setattr(frontier, "SPILL", 256)
+    write = Frontier._write
+
+    def counted(self: Frontier) -> None:
+        (tmp_path / f"{os.getpid()}-{len(list(tmp_path.iterdir()))}").touch()
+        write(self)
+
+    monkeypatch.setattr(Frontier, "_write", counted)
+    system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=1))
+    full = explore(system, stop_on_violation=False)
+    spilling = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
+    assert (spilling.states, spilling.transitions) == (full.states, full.transitions)
+    assert [(r.verdict, r.trace and len(r.trace)) for r in spilling.results] == [
+        (r.verdict, r.trace and len(r.trace)) for r in full.results
+    ]
+    writers = {name.split("-")[0] for name in os.listdir(tmp_path)}
+    assert len(writers) == workers and (str(os.getpid()) in writers) == (workers == 1)

@@ -586,8 +586,7 @@ class _Explorer:
 
 
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
-    """Every reachable system state (a convenience for tests and tools: a set, so equal
-    states are one there, alike or not)."""
+    """Every reachable system state, in a set (equal ones are one there): for tests, tools."""
     explorer = _Explorer(system, (), symmetry, None, None, False, None)
     try:
         try:

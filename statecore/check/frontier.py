@@ -13,6 +13,13 @@ that. So a level keeps its first nodes as they are (`UNPACKED`, a few
 megabytes), and the search their hints: a level of a moderate search is
 never packed, and loses nothing to it.
 
+A search's level holds at most `SPILL` bytes of packed nodes in memory: past
+them it writes them to a temporary file of its own (in ``TMPDIR``), in order,
+and reads them back as the level is expanded, as TLC keeps its queue on disk.
+Then the memory a large search takes is its visited set and its memos, not the
+tens of millions of nodes two levels can hold. Where the file cannot be
+written (no room), the level keeps the rest in memory.
+
 Equal parts at one position share a number only if they are alike
 (`statecore.check.values.alike`: one `strict` form), so a node comes back
 alike the one queued in every part: ``1`` stays ``1`` where ``True`` was
@@ -23,10 +30,11 @@ it is an object not met at its position before.
 
 from __future__ import annotations
 
+import tempfile
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import IO, Any
 
 from ..system import System, SystemState
 from .predicates import Judgements
@@ -34,6 +42,7 @@ from .stepcache import Hint
 from .values import alike, strict
 
 __all__ = [
+    "SPILL",
     "UNPACKED",
     "Frontier",
     "Level",
@@ -53,6 +62,8 @@ on it (`statecore.check.predicates.Judgements`); each None where not known."""
 UNPACKED = 1 << 15
 """The nodes a level keeps as they are before it packs the rest (with their hints, a few
 hundred bytes each)."""
+SPILL = 32 << 20
+"""The bytes of packed nodes a search's level holds in memory before it writes them to its file."""
 _NARROW = 0xFFFF  # the largest number two bytes hold
 _KEPT = 1 << 17  # parts remembered by identity at most
 _new = tuple.__new__  # builds a named tuple without its Python-level __new__
@@ -142,14 +153,20 @@ class Parts:
 class Frontier:
     """A list of nodes (``append``, ``len``, iteration in order): the first `unpacked` as they
     are, the rest ``width`` numbers each, two bytes a number while every position has met at
-    most 65,536 parts, four from then on."""
+    most 65,536 parts, four from then on. With `spill`, packed nodes past `SPILL` bytes go to
+    a temporary file, a chunk at a time (`_chunks`), and come back from it in order."""
 
-    def __init__(self, parts: Parts, unpacked: int = 0) -> None:
+    def __init__(self, parts: Parts, unpacked: int = 0, spill: bool = False) -> None:
         self.parts = parts
         self._plain: list[Node] = []
         self._room = unpacked  # nodes still kept as they are
-        self._codes = array("I" if parts.wide else "H")
+        self._codes = array("I" if parts.wide else "H")  # the packed nodes held in memory
         self._length = 0  # packed (a system with no slot, global or monitor has 0 numbers a node)
+        self._spill = spill
+        self._file: IO[bytes] | None = None
+        self._chunks: list[tuple[int, int, str]] = []  # (offset, nodes, typecode) in the file
+        self._spilled = 0  # the packed nodes in the file
+        self._end = 0  # and its bytes
 
     @property
     def packing(self) -> bool:
@@ -166,6 +183,34 @@ class Frontier:
             self._codes = array("I", self._codes)
         self._codes.extend(codes)
         self._length += 1
+        if self._spill and len(self._codes) * self._codes.itemsize >= SPILL:
+            self._write()
+
+    def _write(self) -> None:
+        """Move the packed nodes held in memory to the end of the file (made on first use);
+        if it cannot be written, keep them, and those to come, in memory."""
+        codes = self._codes
+        try:
+            if self._file is None:  # (closed, and gone, with the level)
+                self._file = tempfile.TemporaryFile(prefix="statecore-level-")  # noqa: SIM115
+            self._file.seek(self._end)
+            codes.tofile(self._file)
+        except OSError:
+            self._spill = False
+            return
+        nodes = len(codes) // self.parts.width
+        self._chunks.append((self._end, nodes, codes.typecode))
+        self._end += len(codes) * codes.itemsize
+        self._spilled += nodes
+        self._codes = array(codes.typecode)
+
+    def _read(self, offset: int, numbers: int, typecode: str) -> array[int]:
+        """`numbers` numbers of `typecode` from the file at `offset`."""
+        assert self._file is not None
+        self._file.seek(offset)
+        codes = array(typecode)
+        codes.fromfile(self._file, numbers)
+        return codes
 
     def __len__(self) -> int:
         return len(self._plain) + self._length
@@ -176,14 +221,18 @@ class Frontier:
     def __iter__(self) -> Iterator[Node]:
         yield from self._plain
         width, build = self.parts.width, self.parts.node
+        for offset, nodes, typecode in self._chunks:
+            row = iter(self._read(offset, nodes * width, typecode))
+            for _ in range(nodes):
+                yield build(islice(row, width))
         row = iter(self._codes)
-        for _ in range(self._length):
+        for _ in range(self._length - self._spilled):
             yield build(islice(row, width))
 
     def rows(self, start: int, stop: int) -> array[int]:
-        """The numbers of packed nodes `start` to `stop` (a level that packs them all), a
-        node's `Parts.width` after another's."""
-        assert not self._plain, "only a level that packs every node gives its rows"
+        """The numbers of packed nodes `start` to `stop` (a level that packs them all and
+        keeps them in memory), a node's `Parts.width` after another's."""
+        assert not self._plain and not self._chunks, "only a level of packed nodes in memory"
         width = self.parts.width
         return self._codes[start * width : stop * width]
 
@@ -194,6 +243,11 @@ class Frontier:
         if index < plain:
             return self._plain[index]
         index -= plain
+        for offset, nodes, typecode in self._chunks:
+            if index < nodes:
+                row_bytes = width * array(typecode).itemsize
+                return self.parts.node(self._read(offset + index * row_bytes, width, typecode))
+            index -= nodes
         return self.parts.node(self._codes[index * width : (index + 1) * width])
 
 
@@ -201,9 +255,9 @@ Level = list[Node] | Frontier  # what a search queues a level's nodes in
 
 
 def new_level(parts: Parts | None) -> Level:
-    """An empty level to queue nodes in: packed into `parts` past its first `UNPACKED` nodes
-    (None: a plain list)."""
-    return [] if parts is None else Frontier(parts, UNPACKED)
+    """An empty level to queue nodes in: packed into `parts` past its first `UNPACKED` nodes,
+    and spilled to a file past `SPILL` bytes of them (None: a plain list)."""
+    return [] if parts is None else Frontier(parts, UNPACKED, spill=True)
 
 
 def expand_hinted(

@@ -48,7 +48,6 @@ def without_memos(explorer: E) -> E:
     search.successors.values = search.values = _Unchecked()
     search.predicates = _PlainPredicates(system)
     search.monitor_steps.known = _Forgotten()
-    search.parts = None  # a packed level numbers each part by equality
     if isinstance(search.parents, FingerprintStore):
         store = search.parents
         store.fingerprinter = store.fingerprint = StrictFingerprinter(store.bits)
