@@ -9,7 +9,11 @@ from that graph; the runtime's `Instance` walks it directly, and a system's
 
 Only declared values are remembered: events with an unbounded field (a float,
 say), payloads outside the domains and events or machines declared
-``pure=False`` are computed on every fire. A machine's memo holds at most
+``pure=False`` are computed on every fire. So are payloads holding a value
+whose equal values of one type can still differ (``0.0`` and ``-0.0``,
+``Decimal("1.0")`` and ``Decimal("1.00")``, ``(1,)`` and ``(True,)``): an edge
+key tells values apart by type only, so one remembered step would answer the
+other. A machine's memo holds at most
 `CACHE_LIMIT` entries, snapshots and steps together; past that, new steps are
 computed and not kept, so memory stays bounded whatever the payloads.
 
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterable
+from enum import Enum
 from typing import Any
 
 from .definition import Machine, Snapshot
@@ -164,7 +170,9 @@ def remember(
     Out-of-domain values are never kept: there are infinitely many of them.
     """
     memo = memo_of(machine)
-    if memo.entries >= CACHE_LIMIT or (payload and payload_fault(machine, event, payload)):
+    if memo.entries >= CACHE_LIMIT:
+        return
+    if payload and (not exact(payload.values()) or payload_fault(machine, event, payload)):
         return
     key = edge_key(event, payload)
     try:
@@ -175,6 +183,15 @@ def remember(
         if memo.entries < CACHE_LIMIT and node.shared and key not in node.edges:
             node.edges[key] = entry
             memo.entries += 1
+
+
+_EXACT = frozenset({str, int, bool, bytes, type(None)})  # equal values of one type: one value
+
+
+def exact(values: Iterable[object]) -> bool:
+    """Whether each of `values` is told apart from every other by its type and equality (a
+    str, int, bool, bytes, None or enum member), as an edge key tells them."""
+    return all(type(value) in _EXACT or isinstance(value, Enum) for value in values)
 
 
 def remember_alias(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from .definition import Snapshot, check_identifier
 from .errors import ActionError, SystemDefinitionError
+from .forms import aliased
 from .records import Global, make_record, reader, record_globals
 from .system_parts import (
     Action,
@@ -197,8 +198,16 @@ class System:
                     f"({type(g.default).__name__}); use tuples and frozensets"
                 ) from None
         for action in self.actions:
-            for pname in action.params:
+            for pname, domain in action.params.items():
                 check_identifier("parameter", pname, f"{where}, action {action.name!r}")
+                pair = aliased(domain.values if isinstance(domain, Keys) else domain)
+                if pair is not None:
+                    raise SystemDefinitionError(
+                        f"{where}, action {action.name!r}: parameter {pname!r} has both "
+                        f"{pair[0]!r} and {pair[1]!r} in its domain; they compare equal, so "
+                        "the action's labels cannot tell them apart; keep one, or use values "
+                        "that differ (e.g. strings)"
+                    )
 
     # -- lookups -------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from .errors import (
     ValidationLimitWarning,
     VariableDomainError,
 )
+from .forms import aliased
 from .machine_parts import (
     Compiled,
     Event,
@@ -245,23 +246,13 @@ def _check_variables(machine: MachineData) -> None:
                 f"outside its domain {_show(var.domain)}; change the default or "
                 f"widen the domain"
             )
-        pair = _aliased(var.domain)
+        pair = aliased(var.domain)
         if pair is not None:
             raise VariableDomainError(
                 f"{where}: variable {var.name!r} has both {pair[0]!r} and {pair[1]!r} in "
                 f"its domain; they compare equal, so snapshots cannot tell them apart; "
                 f"keep one, or use values that differ (e.g. strings)"
             )
-
-
-def _aliased(values: Iterable[Hashable]) -> tuple[Hashable, Hashable] | None:
-    """Two equal values of different types (1 and True, 0 and 0.0), if any."""
-    first: dict[Hashable, Hashable] = {}
-    for value in values:
-        seen = first.setdefault(value, value)
-        if type(seen) is not type(value):
-            return seen, value
-    return None
 
 
 def _check_fields(machine: MachineData) -> None:

@@ -12,6 +12,7 @@ search below must agree with a breadth-first search keyed by `strict` forms.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Hashable
 from decimal import Decimal
@@ -19,12 +20,15 @@ from typing import Any
 
 import pytest
 
+from statecore import Event, Field, Instance, Machine, State, Transition
 from statecore.check.explore import VIOLATED, explore
 from statecore.check.fingerprints import Fingerprinter
 from statecore.check.plain import StrictFingerprinter, StrictParents
 from statecore.check.values import strict
+from statecore.errors import SystemDefinitionError
 from statecore.properties import Property, always
-from statecore.system import Action, Global, StateView, System, Tx
+from statecore.semantics import step
+from statecore.system import Action, Component, Global, StateView, System, Tx
 
 OPTIONS: list[dict[str, Any]] = [
     {},
@@ -188,10 +192,10 @@ def strict_search(system: System) -> tuple[int, list[bool]]:
         for state in level:
             view = StateView(system, state)
             violated = [v or not p.predicate(view) for v, p in zip(violated, system.properties)]
-            for step in system.successors(state):
-                if strict(step.state) not in seen:
-                    seen.add(strict(step.state))
-                    deeper.append(step.state)
+            for taken in system.successors(state):
+                if strict(taken.state) not in seen:
+                    seen.add(strict(taken.state))
+                    deeper.append(taken.state)
         level = deeper
     return len(seen), violated
 
@@ -207,3 +211,67 @@ def test_random_typed_systems_agree_with_a_strict_search(seed: int) -> None:
         assert verdicts == violated, (option, report.notes)
         if "por" not in option:  # (which explores fewer states where that changes no verdict)
             assert report.states == states, (option, report.notes)
+
+
+# -- where a definition holds them: a machine's payload, an action's parameters ---------------
+
+
+def signed_go() -> Machine:
+    """``go`` with ``x`` in (0.0,): -0.0 is equal, and the guard tells it apart."""
+    return Machine(
+        "signed",
+        states=[State("idle", initial=True), State("positive")],
+        events=[Event("go", [Field("x", (0.0,))], policy="reject")],
+        transitions=[
+            Transition("idle", "go", "positive", guard=lambda s, p: math.copysign(1, p["x"]) > 0)
+        ],
+    )
+
+
+@pytest.mark.parametrize("first", [0.0, -0.0])
+def test_the_step_memo_answers_no_payload_with_an_equal_ones_step(first: float) -> None:
+    """Fired with 0.0 then -0.0 (or the reverse), on one instance each of one machine: each
+    outcome is `step`'s own, whichever the memo met first."""
+    machine = signed_go()
+    for x in (first, -first):
+        expected = step(machine, machine.initial_snapshot(), "go", {"x": x}).status
+        assert Instance(machine).fire("go", x=x).status == expected
+        assert expected == ("accepted" if str(x) == "0.0" else "rejected")
+
+
+@pytest.mark.parametrize("order", ["0.0 first", "-0.0 first"])
+def test_a_search_fires_each_payload_for_itself(order: str) -> None:
+    def fire(x: float) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            tx.require(tx.fire(("c", "k"), "go", x=x).accepted)
+
+        return run
+
+    actions = [Action("plus", "u", fire(0.0)), Action("minus", "u", fire(-0.0))]
+    system = System(
+        "signed_payloads",
+        components=[Component("c", signed_go(), ["k"])],
+        actions=actions if order == "0.0 first" else actions[::-1],
+        init=lambda tx: tx.spawn("c", "k"),
+        properties=[
+            always("idle", "never positive", lambda v: v.snapshot("c", "k").state == "idle")
+        ],
+    )
+    for option in OPTIONS:
+        report = explore(system, stop_on_violation=False, **option)
+        assert (report.states, report.transitions) == (2, 1), option
+        assert [r.verdict for r in report.results] == [VIOLATED], option
+
+
+@pytest.mark.parametrize("domain", [(1, True), (0.0, -0.0), ((1,), (True,))])
+def test_an_action_parameter_with_equal_values_that_differ_is_refused(
+    domain: tuple[Hashable, ...],
+) -> None:
+    """The action's labels (``set(v=1)``, ``set(v=True)``) would be one label."""
+    with pytest.raises(SystemDefinitionError, match=r"parameter 'v' has both .* in its domain"):
+        System(
+            "labels",
+            components=[],
+            actions=[Action("set", "u", lambda tx, v: tx.set("x", v), {"v": domain})],
+            globals=[Global("x", None)],
+        )

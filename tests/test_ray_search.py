@@ -23,6 +23,7 @@ from typing import Any
 import golden_targets
 import pytest
 import system_strategies
+import test_equal_states
 import test_model_errors
 from golden_targets import systems
 from hypothesis import HealthCheck, given, settings
@@ -54,7 +55,8 @@ def cluster() -> Iterator[Any]:
 
     # The test modules that build systems are not importable on Ray's workers:
     # their functions travel by value.
-    for module in (system_strategies, golden_targets, test_model_errors, sys.modules[__name__]):
+    modules = (system_strategies, golden_targets, test_model_errors, test_equal_states)
+    for module in (*modules, sys.modules[__name__]):
         ray.cloudpickle.register_pickle_by_value(module)
     ray.init(
         address="local",
@@ -243,3 +245,17 @@ def test_a_system_the_actors_cannot_build_fails_in_one_line(cluster: Any) -> Non
 
     with pytest.raises(RayError, match=r"could not build system 'segments': ModuleNotFoundError"):
         ray_explore(elsewhere, workers=2)
+
+
+@needs_ray
+@pytest.mark.parametrize("fingerprints", [0, 64])
+def test_a_model_making_equal_values_that_differ_is_searched_here_without_memos(
+    cluster: Any, fingerprints: int
+) -> None:
+    """``x`` holds 1 in one state and True in the other: the actors' search stops, and this
+    process searches without memos, as `explore` does (both states, the violation)."""
+    build = functools.partial(test_equal_states.one_or_true, True, 1)
+    report = ray_explore(build, workers=2, stop_on_violation=False, fingerprints=fingerprints)
+    expected = explore(build(), stop_on_violation=False, fingerprints=fingerprints)
+    assert summary(report) == summary(expected) and report.states == 5
+    assert report.notes[0].startswith("memos off: the values ")

@@ -476,7 +476,8 @@ def test_warns_only_when_snapshots_are_left_unchecked(recwarn: pytest.WarningsRe
 
 
 @pytest.mark.parametrize(
-    ("domain", "pair"), [((1, True, 2), "1 and True"), ((0.0, 0, 1), "0.0 and 0")]
+    ("domain", "pair"),
+    [((1, True, 2), "1 and True"), ((0.0, 0, 1), "0.0 and 0"), ((0.0, -0.0), "0.0 and -0.0")],
 )
 def test_variable_domain_with_equal_values_of_different_types(
     domain: tuple[object, ...], pair: str

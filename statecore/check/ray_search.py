@@ -50,9 +50,12 @@ from .explore import _Explorer
 from .fingerprints import FingerprintStore, replay_chain
 from .parallel import ParallelSearch
 from .partition import Finding, LevelReport, Plan, Share
-from .results import ExplorationInterrupted, Progress, Report
+from .plain import note as note_of
+from .plain import without_memos
+from .results import Progress, Report, noted
 from .symmetry_guard import Asymmetry
 from .transfer import Codec
+from .values import NotInterchangeable
 
 __all__ = ["INSTALL_HINT", "RayError", "RaySearch", "ray_explore"]
 
@@ -118,15 +121,14 @@ def ray_explore(
         return RaySearch(pool, build, ids, system, properties, symmetric, *limits).run()
 
     try:
-        return search(symmetry)
-    except Asymmetry as exc:
-        note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
-    try:
-        report = search(False)
-    except ExplorationInterrupted as stopped:
-        stopped.report = replace(stopped.report, notes=(note, *stopped.report.notes))
-        raise
-    return replace(report, notes=(note, *report.notes))
+        try:
+            return search(symmetry)
+        except Asymmetry as exc:
+            note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
+        return noted(lambda: search(False), note)
+    except NotInterchangeable as exc:  # the memos' premise fails: searched here, without them
+        plain = without_memos(_Explorer(system, properties, False, *limits))
+        return noted(plain.run, note_of(exc.reason))
 
 
 def _ray() -> Any:

@@ -32,20 +32,16 @@ one of two equal states whatever their sets' orders, with or without memos.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable, Iterator, MutableMapping
-from decimal import Decimal
 from typing import Any
 
+from ..forms import PLAIN, SPELLED, alike, strict
 from ..system import ActionLabel, ModelValue, Slot, SystemState
 from ..transaction import Edited, Front
 
 __all__ = ["NotInterchangeable", "StrictParents", "ValueRegistry", "alike", "strict"]
 
-# Types whose equal values of the one type behave alike: their value is their form.
-_PLAIN = frozenset({int, bool, str, bytes, type(None), ModelValue})
-# Numbers whose equal values can still differ (sign of zero, digits): their repr tells.
-_SPELLED = frozenset({float, complex, Decimal})
+_PLAIN = PLAIN | {ModelValue}  # (an id's parts are a str and an int)
 _NONE = object()  # no value noted yet
 Node = tuple[Any, ...]
 Entry = tuple[Node, ActionLabel] | None
@@ -57,37 +53,6 @@ class NotInterchangeable(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def strict(value: Any) -> Hashable:
-    """`value` as a form that tells apart what ``==`` does not (see the module doc)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return kind, value
-    if kind in _SPELLED:
-        return kind, repr(value)
-    if isinstance(value, tuple):  # records, slots and snapshots too
-        return kind, tuple([strict(item) for item in value])
-    if isinstance(value, frozenset):
-        return kind, frozenset([strict(item) for item in value])
-    if dataclasses.is_dataclass(value):  # its fields (not its InitVars or ClassVars)
-        return kind, tuple([strict(getattr(value, f.name)) for f in dataclasses.fields(value)])
-    return kind, value  # anything else: its equality is its own to define
-
-
-def alike(first: Any, second: Any) -> bool:
-    """Whether two equal values are alike in every part (have one `strict` form); cheap
-    where they share parts, as a renamed value and its cache entry mostly do."""
-    if first is second:
-        return True
-    kind = type(first)
-    if kind is not type(second):
-        return False
-    if kind in _PLAIN:
-        return True
-    if isinstance(first, tuple):  # equal tuples: as long as each other
-        return all([alike(a, b) for a, b in zip(first, second)])
-    return strict(first) == strict(second)
 
 
 class ValueRegistry:
@@ -137,7 +102,7 @@ class ValueRegistry:
         and equality for anything else but a number, a string or an id, or a slot whose
         snapshot holds no id (`statecore.check.symmetry._Plan.renamed`)."""
         kind = type(value)
-        if kind in _PLAIN or kind in _SPELLED:
+        if kind in _PLAIN or kind in SPELLED:
             return
         if kind is Slot and (value[1] is None or type(value[1])._plain):
             return
