@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from statecore import Event, Field, Instance, Machine, State, Transition
+from statecore import Event, Field, Instance, Machine, State, Transition, out
 from statecore.check.explore import VIOLATED, explore
 from statecore.check.fingerprints import Fingerprinter
 from statecore.check.plain import StrictFingerprinter, StrictParents
 from statecore.check.values import strict
 from statecore.errors import SystemDefinitionError
-from statecore.properties import Property, always
+from statecore.properties import Property, always, monitor
 from statecore.semantics import step
 from statecore.system import Action, Component, Global, StateView, System, Tx
 
@@ -275,3 +275,44 @@ def test_an_action_parameter_with_equal_values_that_differ_is_refused(
             actions=[Action("set", "u", lambda tx, v: tx.set("x", v), {"v": domain})],
             globals=[Global("x", None)],
         )
+
+
+PENDING = Machine(
+    "pending",
+    states=[State("idle", initial=True), State("pending", hot=True)],
+    events=[Event("open")],
+    transitions=[Transition("idle", "open", "pending")],
+)
+
+
+@pytest.mark.parametrize("order", ["1 first", "True first"])
+def test_monitor_instances_keyed_by_1_and_by_true_are_two_states(order: str) -> None:
+    """``a`` emits ``a(k=1)``, ``b`` emits ``b(k=True)``: the same system state after either,
+    and a monitor instance keyed by 1 or by True, left pending. Keyed by equality the two
+    nodes were one, the one met first."""
+
+    def emitting(name: str, key: Hashable) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("done") == 0)
+            tx.set("done", 1)
+            tx.emit(out(name, k=key))
+
+        return run
+
+    actions = [Action("a", "u", emitting("a", 1)), Action("b", "u", emitting("b", True))]
+    system = System(
+        "monitor_keys",
+        components=[],
+        actions=actions if order == "1 first" else actions[::-1],
+        globals=[Global("done", 0)],
+        properties=[
+            monitor(
+                "left", "nothing left pending", PENDING, lambda e: (e.output.get("k"), "open", {})
+            )
+        ],
+    )
+    for option in OPTIONS:
+        report = explore(system, stop_on_violation=False, **option)
+        assert (report.states, report.transitions) == (3, 2), option
+        assert [r.verdict for r in report.results] == [VIOLATED], option
+        assert report.notes[0].startswith("memos off: the values frozenset("), option

@@ -170,7 +170,7 @@ class _Explorer:
         # One set of value ids: a hint's ids (`SuccessorCache.expand`) serve the predicates too.
         names = predicate_names(self.props)
         self.predicates = PredicateCache(system, self.guard, names, ids=self.successors.ids)
-        self.values = self.successors.values  # every value the search makes (initial, learned)
+        self.values = self.monitor_steps.values = self.successors.values  # each value made
         if self.guard is not None:
             self.guard.values = self.values
             self.values.renamed = True

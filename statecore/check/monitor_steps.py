@@ -4,7 +4,10 @@ Stepping the monitors is pure (`statecore.traces.judge.advance_monitors`), so
 a search remembers each step on the monitor states and a step's outputs, up to
 `LIMIT` of them at a time, and the symmetry guard checks each step it computes
 (`SymmetryGuard.check_monitor_step`): a monitor that tells symmetric ids apart
-turns symmetry off.
+turns symmetry off. The monitor states each computed step makes are noted in
+the search's values registry (`statecore.check.values`): a router that keys one
+instance by ``1`` and another by ``True`` makes equal monitor states that are
+not alike.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from ..system import Emitted
 from ..traces.judge import advance_monitors
 from .counterexample import router_fault
 from .symmetry_guard import SymmetryGuard
+from .values import ValueRegistry
 
 __all__ = ["LIMIT", "MonitorSteps", "Stepped"]
 
@@ -33,6 +37,7 @@ class MonitorSteps:
         self.ids = tuple(p.id for p in self.monitors)
         self.guard = guard
         self.known: dict[tuple[tuple[MonitorState, ...], tuple[Emitted, ...]], Stepped] = {}
+        self.values: ValueRegistry | None = None  # where the monitor states made are noted
 
     def step(self, states: tuple[MonitorState, ...], outputs: tuple[Emitted, ...]) -> Stepped:
         """Feed a step's outputs to every monitor: the new monitor states and refusals.
@@ -56,6 +61,9 @@ class MonitorSteps:
 
     def _checked(self, states: tuple[MonitorState, ...], outputs: tuple[Emitted, ...]) -> Stepped:
         after, refusals = self.step(states, outputs)
+        if self.values is not None:
+            for index, state in enumerate(after):
+                self.values.add(("monitor", index), state)
         if self.guard is not None:
             refused = tuple(p.id for p, _ in refusals)
             self.guard.check_monitor_step(

@@ -45,7 +45,7 @@ def without_memos(explorer: E) -> E:
     system = search.system
     search.walks = False  # no successor memo, so no walks to hint
     search.successors = SuccessorCache(system, max_nodes=0)  # runs, remembers nothing
-    search.successors.values = search.values = _Unchecked()
+    search.successors.values = search.values = search.monitor_steps.values = _Unchecked()
     search.predicates = _PlainPredicates(system)
     search.monitor_steps.known = _Forgotten()
     if isinstance(search.parents, FingerprintStore):
