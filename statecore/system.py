@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from .definition import Snapshot, check_identifier
 from .errors import ActionError, SystemDefinitionError
-from .forms import aliased
+from .forms import aliased, alike
 from .records import Global, make_record, reader, record_globals
 from .system_parts import (
     Action,
@@ -160,6 +160,29 @@ class System:
             "_attempts",
             tuple((a, args, dict(args)) for a in self.actions for args in a.arguments()),
         )
+        self._check_labels()
+
+    def _check_labels(self) -> None:
+        """Refuse an action whose parameter domain holds equal values that are not alike (1
+        and True): its labels, ``set(v=1)`` and ``set(v=True)``, would be one label."""
+        for action in self.actions:
+            try:
+                pair = aliased(args for a, args, _ in self._attempts if a is action)
+            except TypeError:  # an unhashable argument: no label is looked up by it
+                continue
+            if pair is not None:
+                labels: tuple[Any, Any] = pair
+                name, value, other = next(
+                    (name, value, other)
+                    for (name, value), (_, other) in zip(*labels)
+                    if not alike(value, other)
+                )
+                raise SystemDefinitionError(
+                    f"system {self.name!r}, action {action.name!r}: parameter {name!r} has "
+                    f"both {value!r} and {other!r} in its domain; they compare equal, so the "
+                    "action's labels cannot tell them apart; keep one, or use values that "
+                    "differ (e.g. strings)"
+                )
 
     def _validate(self) -> None:
         where = f"system {self.name!r}"
@@ -198,16 +221,8 @@ class System:
                     f"({type(g.default).__name__}); use tuples and frozensets"
                 ) from None
         for action in self.actions:
-            for pname, domain in action.params.items():
+            for pname in action.params:
                 check_identifier("parameter", pname, f"{where}, action {action.name!r}")
-                pair = aliased(domain.values if isinstance(domain, Keys) else domain)
-                if pair is not None:
-                    raise SystemDefinitionError(
-                        f"{where}, action {action.name!r}: parameter {pname!r} has both "
-                        f"{pair[0]!r} and {pair[1]!r} in its domain; they compare equal, so "
-                        "the action's labels cannot tell them apart; keep one, or use values "
-                        "that differ (e.g. strings)"
-                    )
 
     # -- lookups -------------------------------------------------------------
 

@@ -263,7 +263,9 @@ def test_a_search_fires_each_payload_for_itself(order: str) -> None:
         assert [r.verdict for r in report.results] == [VIOLATED], option
 
 
-@pytest.mark.parametrize("domain", [(1, True), (0.0, -0.0), ((1,), (True,))])
+@pytest.mark.parametrize(
+    "domain", [(1, True), (0.0, -0.0), ((1,), (True,)), ("a", 1, True), (0.0, -0.0, "b")]
+)
 def test_an_action_parameter_with_equal_values_that_differ_is_refused(
     domain: tuple[Hashable, ...],
 ) -> None:
@@ -316,3 +318,33 @@ def test_monitor_instances_keyed_by_1_and_by_true_are_two_states(order: str) -> 
         assert (report.states, report.transitions) == (3, 2), option
         assert [r.verdict for r in report.results] == [VIOLATED], option
         assert report.notes[0].startswith("memos off: the values frozenset("), option
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        lambda: (x for x in (0, 1, 2)),
+        lambda: map(int, "012"),
+        lambda: range(3),
+        lambda: {0: "a", 1: "b", 2: "c"}.keys(),
+        lambda: ([0], [1], [2]),  # (unhashable: searched, never looked up by value)
+    ],
+    ids=["generator", "map", "range", "keys", "lists"],
+)
+def test_an_action_parameter_of_any_finite_iterable_gives_a_label_each(
+    domain: Callable[[], Any],
+) -> None:
+    """The check reads the labels made, not the domain: a generator is read once."""
+
+    def count(tx: Tx, v: Any) -> None:
+        tx.require(tx.get("n") == 0)
+        tx.set("n", 1 + len(str(v)))
+
+    system = System(
+        "domains",
+        components=[],
+        actions=[Action("count", "u", count, {"v": domain()})],
+        globals=[Global("n", 0)],
+    )
+    assert len(system.labels()) == 3
+    assert explore(system).states == 2

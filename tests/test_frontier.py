@@ -13,6 +13,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import resource
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -296,31 +299,48 @@ def test_a_spilling_level_gives_back_every_node_in_order(monkeypatch: pytest.Mon
         assert strict(level[index]) == strict(expected[index])
 
 
-def test_a_level_that_cannot_write_its_file_keeps_its_nodes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """No room on the disk (the second chunk fails half written): that chunk and the rest
-    stay in memory, and every node still comes back, in order."""
-    monkeypatch.setattr(frontier, "SPILL", 20)
-    writes: list[int] = []
-    real = frontier.array.tofile
+FULL_DISK = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_frontier import node
+from statecore.check import frontier
+from statecore.check.explore import explore
+from statecore.check.frontier import Frontier, Parts
+from statecore.registry import bundled
 
-    class Full(frontier.array):  # type: ignore[misc]
-        def tofile(self, file: Any) -> None:
-            writes.append(1)
-            if len(writes) == 2:
-                file.write(b"\0" * 7)
-                raise OSError(28, "No space left on device")
-            real(self, file)
+frontier.SPILL = 30  # three nodes of 5 two-byte numbers a chunk
+level = Frontier(Parts(2, 2, 1), 0, spill=True)
+rows = [[i, i + 1, i + 2, i + 3, i + 4] for i in range(12)]
+for row in rows:
+    level.append(node(row))
+assert [n for _, n, _ in level._chunks] == [3, 3, 3] and not level._spill, level._chunks
+assert list(level) == [node(row) for row in rows]
+assert [level[i] for i in range(12)] == [node(row) for row in rows]
+frontier.SPILL, frontier.UNPACKED = 64, 4
+[target] = [t for t in bundled() if t.name == "segments"]
+full = explore(target.load(), stop_on_violation=False)
+for workers in (1, 2):
+    spilled = explore(target.load(), stop_on_violation=False, fingerprints=64, workers=workers)
+    assert (spilled.states, spilled.transitions) == (full.states, full.transitions)
+    assert [r.verdict for r in spilled.results] == [r.verdict for r in full.results]
+print("ok")
+"""
 
-    monkeypatch.setattr(frontier, "array", Full)
-    level = Frontier(Parts(SLOTS, GLOBALS, MONITORS), 0, spill=True)
-    rows = [[i, i + 1, i + 2, i + 3, i + 4] for i in range(12)]
-    for row in rows:
-        level.append(node(row))
-    assert len(writes) == 2 and len(level._chunks) == 1 and level._spilled == 2
-    assert list(level) == [node(row) for row in rows]
-    assert [level[i] for i in range(12)] == [node(row) for row in rows]
+
+def test_a_level_whose_file_is_full_keeps_its_nodes_in_memory() -> None:
+    """A file size limit of 100 bytes (the disk full, for the level's file): three chunks of
+    30 bytes go in, the fourth only in part, and the level keeps it and the rest in memory;
+    every node comes back, in order. A search whose levels meet the limit (on one process
+    and on two) finds what a full-state one does."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+    code = FULL_DISK.format(tests=str(Path(__file__).parent))
+    done = subprocess.run(
+        [sys.executable, "-c", code], preexec_fn=limited, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 @pytest.mark.parametrize("workers", [1, 2])

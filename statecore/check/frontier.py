@@ -192,9 +192,15 @@ class Frontier:
         codes = self._codes
         try:
             if self._file is None:  # (closed, and gone, with the level)
-                self._file = tempfile.TemporaryFile(prefix="statecore-level-")  # noqa: SIM115
+                # Unbuffered: a write that fails (no room) fails here, not at a later seek.
+                self._file = tempfile.TemporaryFile(buffering=0, prefix="statecore-level-")  # noqa: SIM115
             self._file.seek(self._end)
-            codes.tofile(self._file)
+            data = memoryview(codes.tobytes())
+            while data:  # (a write may take part of it: up to a file size limit, say)
+                written = self._file.write(data)
+                if not written:
+                    raise OSError("the level's file took no more bytes")
+                data = data[written:]
         except OSError:
             self._spill = False
             return
