@@ -31,6 +31,7 @@ from enum import Enum
 from typing import Any
 
 from .definition import Machine, Snapshot
+from .forms import PLAIN
 from .semantics import Outcome, payload_fault, step
 
 CACHE_LIMIT = 65_536  # memo entries per machine: snapshots and remembered steps together
@@ -185,13 +186,10 @@ def remember(
             memo.entries += 1
 
 
-_EXACT = frozenset({str, int, bool, bytes, type(None)})  # equal values of one type: one value
-
-
 def exact(values: Iterable[object]) -> bool:
     """Whether each of `values` is told apart from every other by its type and equality (a
     str, int, bool, bytes, None or enum member), as an edge key tells them."""
-    return all(type(value) in _EXACT or isinstance(value, Enum) for value in values)
+    return all(type(value) in PLAIN or isinstance(value, Enum) for value in values)
 
 
 def remember_alias(
