@@ -2,7 +2,8 @@
 
 ``0``, ``False``, ``0.0`` and ``-0.0`` are equal, and so are ``1``, ``True``,
 ``1.0``, ``Decimal("1.0")`` and ``Decimal("1.00")``, but a model can tell
-them apart; so can it ``(1,)`` from ``(True,)``. Whatever keeps one of two
+them apart; so can it ``(1,)`` from ``(True,)``, and an id ``ext0`` from the
+tuple of its parts ``("ext", 0)``. Whatever keeps one of two
 equal values for the other (a memo, a packed level) must keep them apart
 where they differ (`statecore.check.values.strict`).
 """
@@ -16,10 +17,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from statecore.system import ModelValue
+
 EQUALS: list[list[Any]] = [
     [0, False, 0.0, -0.0],
     [1, True, 1.0, Decimal("1.0"), Decimal("1.00")],
     ["a"],
+    [ModelValue("ext", 0), ("ext", 0), ("ext", False)],  # an id equals the tuple of its parts
+    [ModelValue("ext", 1), ("ext", 1), ("ext", True)],
 ]
 
 
@@ -47,7 +52,7 @@ def twin(value: Any, draw: Callable[[Any], Any]) -> Any:
     """A value equal to `value` whose scalars are drawn from their equals (often another form)."""
     if isinstance(value, Pair):
         return Pair(twin(value.left, draw), twin(value.right, draw))
-    if type(value) is tuple:
+    if type(value) is tuple and not any(value in group for group in EQUALS):
         return tuple(twin(item, draw) for item in value)
     if type(value) is frozenset:
         return frozenset(twin(item, draw) for item in value)

@@ -29,7 +29,7 @@ from statecore.check.plain import without_memos
 from statecore.check.values import NotInterchangeable, ValueRegistry, strict
 from statecore.fuzzing.interpreter import shared_successors
 from statecore.properties import always
-from statecore.system import Action, Component, Global, Keys, StateView, System, Tx
+from statecore.system import Action, Component, Global, Keys, ModelValue, StateView, System, Tx
 
 Predicate = Callable[[StateView[Any]], object]
 
@@ -254,40 +254,55 @@ def _show(tx: Tx) -> None:
     tx.set("words", repr(tx.get("b")))
 
 
+@pytest.mark.parametrize("ids", [False, True], ids=["without ids", "with an id"])
 @pytest.mark.parametrize("seed", range(4))
-def test_equal_tuples_at_two_places_turn_the_memos_off_under_symmetry(seed: int) -> None:
+def test_equal_tuples_at_two_places_under_symmetry(seed: int, ids: bool) -> None:
     """``a`` holds (1,) and ``b`` (True,). Renaming a state under symmetry reduction renames
-    each tuple through one cache per renaming, looked up by equality wherever the tuple sits:
-    ``b`` would come back as ``a``'s (1,). Whether a state is renamed at all depends on the
-    hash seed (which id orders first), so each seed runs in a process of its own."""
+    each tuple through one cache per renaming, looked up by equality wherever the tuple sits.
+    A tuple without ids comes back as it is, so the memos stay on; with an id inside,
+    ``(True, w0)`` would come back as ``(1, w1)``, so they go off. Whether a state is
+    renamed at all depends on the hash seed (which id orders first), so each seed runs in a
+    process of its own."""
     code = f"""
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_values import symmetric_pair_of_tuples, plain_results
 from statecore.check.explore import explore
-system = symmetric_pair_of_tuples()
+system = symmetric_pair_of_tuples({ids!r})
 report = explore(system, stop_on_violation=False)
 assert [(r.verdict, r.detail) for r in report.results] == plain_results(system), report
-assert report.notes[0].startswith("memos off: the values "), report.notes
+if {ids!r}:
+    assert report.notes[0].startswith("memos off: the values "), report.notes
+else:
+    # before the start, after it (of w0 or of w1: one orbit), after the show
+    assert report.notes == () and report.states == 3, report
 """
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
-def symmetric_pair_of_tuples() -> System:
+def symmetric_pair_of_tuples(ids: bool) -> System:
+    """With `ids`, the start of ``w`` puts it in both tuples."""
+
+    def start(tx: Tx, w: Hashable) -> None:
+        _start(tx, w)
+        if ids:
+            tx.set("a", (*tx.get("a"), w))
+            tx.set("b", (*tx.get("b"), w))
+
     return System(
         "renamed_tuples",
         components=[Component("w", ONCE, IDS)],
-        actions=[Action("start", "u", _start, {"w": IDS}), Action("show", "u", _show)],
+        actions=[Action("start", "u", start, {"w": IDS}), Action("show", "u", _show)],
         globals=[Global("n", 0), Global("a", (1,)), Global("b", (True,)), Global("words", "")],
         properties=[
             always(
                 "bools",
-                "b holds bools once started",
-                lambda v: v.get("n") == 0 or all(type(x) is bool for x in v.get("b")),
+                "b starts with a bool once started",
+                lambda v: v.get("n") == 0 or type(v.get("b")[0]) is bool,
             ),
-            always("words", "words are never (1,)", lambda v: v.get("words") != "(1,)"),
+            always("words", "words never spell a", lambda v: v.get("words") != repr(v.get("a"))),
         ],
     )
 
@@ -352,31 +367,41 @@ def test_a_dataclass_value_with_an_init_only_field_is_noted_by_its_fields() -> N
 
 class _Forms:
     """The registry's definition, computed plainly: per key the first value's `strict`
-    form; a later equal value must have that form, at its place and, under symmetry, for
-    each tuple, set and other non-scalar value inside it (a slot without ids aside)."""
+    form; a later equal value must have that form at its place and, under symmetry, for
+    each tuple, set and other non-scalar value inside it (a slot without ids aside) where
+    either of the two holds an id (the renaming cache gives a value without ids back as it
+    is)."""
 
     def __init__(self, renamed: bool) -> None:
         self.renamed = renamed
-        self.forms: dict[Hashable, Hashable] = {}
+        self.forms: dict[Hashable, tuple[Hashable, bool]] = {}
 
     def add(self, place: Hashable, value: Hashable) -> None:
         if self.renamed:
             self._parts(value)
-        self._note((place, value), value)
+        self._note((place, value), value, renaming=False)
 
     def _parts(self, value: Any) -> None:
-        if type(value) in (int, bool, str, float, Decimal):
+        if type(value) in (int, bool, str, float, Decimal, ModelValue):
             return
         nested = type(value) in (tuple, frozenset)
-        self._note(("renamed", None if nested else type(value), value), value)
+        self._note(("renamed", None if nested else type(value), value), value, renaming=True)
         if nested:
             for item in value:
                 self._parts(item)
 
-    def _note(self, key: Hashable, value: Hashable) -> None:
-        form = self.forms.setdefault(key, strict(value))
-        if form != strict(value):
+    def _note(self, key: Hashable, value: Hashable, renaming: bool) -> None:
+        ids = _ids(value)
+        form, first_ids = self.forms.setdefault(key, (strict(value), ids))
+        if form != strict(value) and (not renaming or ids or first_ids):
             raise NotInterchangeable("")
+
+
+def _ids(value: Any) -> bool:
+    """Whether an id is inside `value` where renaming reaches it (not inside a dataclass)."""
+    if type(value) is ModelValue:
+        return True
+    return isinstance(value, (tuple, frozenset)) and any(_ids(item) for item in value)
 
 
 def test_the_registry_raises_exactly_where_its_definition_does() -> None:
@@ -414,3 +439,63 @@ def test_the_registry_raises_exactly_where_its_definition_does() -> None:
             registry.add(place, drawn)
 
     check()
+
+
+def test_the_renaming_cache_renames_each_value_as_rename_does_unless_the_registry_refused() -> None:
+    """The renaming cache answers a value with the entry of an equal one. On random values
+    of every form, ids among them, met in any order at any place: either the registry
+    refused two of them (the search turns the memos off), or every answer of the cache is
+    alike `rename`'s, under every renaming of the ids."""
+    from equal_forms import equal_forms, twin
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from statecore.check.symmetry import Canonicalizer, rename, renamings
+    from statecore.forms import alike
+
+    system = System(
+        "ids", components=[Component("ext", ONCE, Keys("ext", 2))], actions=[], globals=[]
+    )
+
+    @settings(max_examples=300)
+    @given(st.lists(equal_forms(), min_size=1, max_size=8), st.data())
+    def check(drawn: list[Hashable], data: st.DataObject) -> None:
+        made = [twin(v, data.draw) if data.draw(st.booleans()) else v for v in drawn]
+        registry = ValueRegistry()
+        registry.renamed = True
+        try:
+            for place, value in enumerate(made):
+                registry.add(place, value)
+        except NotInterchangeable:
+            return
+        canonicalizer = Canonicalizer(system)
+        for renaming in renamings(system):
+            plan = canonicalizer.plan_of(renaming)
+            for value in made:
+                assert alike(plan.renamed(value), rename(value, renaming)), (value, renaming)
+
+    check()
+
+
+def test_the_renaming_cache_gives_a_value_without_ids_back_as_it_is() -> None:
+    """(1,) and (True,) share an entry; neither holds an id, so each comes back as itself.
+    With an id inside, (True, ext0) would come back as (1, ext1): the registry refuses the
+    pair, and the search runs without memos."""
+    from statecore.check.symmetry import Canonicalizer
+
+    ext0, ext1 = Keys("ext", 2).values
+    system = System(
+        "ids", components=[Component("ext", ONCE, Keys("ext", 2))], actions=[], globals=[]
+    )
+    plan = Canonicalizer(system).plan_of({ext0: ext1, ext1: ext0})
+    one = (1,)
+    assert plan.renamed(one) is one and type(plan.renamed((True,))[0]) is bool
+    assert plan.renamed((1, ext0)) == (1, ext1)
+    assert type(plan.renamed((True, ext0))[0]) is int  # the entry of (1, ext0)
+    registry = ValueRegistry()
+    registry.renamed = True
+    registry.add("a", (1,))
+    registry.add("b", (True,))
+    registry.add("a", (1, ext0))
+    with pytest.raises(NotInterchangeable):
+        registry.add("b", (True, ext0))

@@ -13,9 +13,10 @@ canonicalizer's renamed state holds (`_Plan.apply`), and those of
 `rename_state` (``tests/test_renamed_view.py`` compares every read on random
 symmetric systems). The cache keys a plain tuple by its value, so equal
 tuples of unlike items ``(1, w)`` and ``(True, w)`` share a rename; a search
-that makes such values turns symmetry off before any view is judged
-(`statecore.check.values`). ``view.state`` builds the whole renamed state, for
-a predicate that reads it directly.
+that makes such values holding an id turns symmetry off before any view is
+judged (`statecore.check.values`), and a value without ids comes back as it
+is. ``view.state`` builds the whole renamed state, for a predicate that reads
+it directly.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from ..definition import Snapshot
@@ -87,6 +88,24 @@ def rename(value: Any, renaming: Renaming) -> Any:
     return value
 
 
+def holds_id(value: Any) -> bool:
+    """Whether `rename` may give something else than `value`: an id inside it (a handle or a
+    slot whose snapshot may hold one counts as one)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is ModelValue or kind is Handle:
+        return True
+    if kind is Slot:
+        snap = value.snapshot
+        return snap is not None and not type(snap)._plain and holds_id(snap)
+    if isinstance(value, tuple) and isinstance(value, Snapshot) and type(value)._plain:
+        return False
+    if isinstance(value, (tuple, frozenset)):
+        return any(map(holds_id, value))
+    return False
+
+
 def rename_state(system: System, state: Any, renaming: Renaming) -> Any:
     """Rename a `SystemState` (slots move to their renamed keys) or an explorer node."""
     if isinstance(state, SystemState):
@@ -139,16 +158,19 @@ class _Plan:
         key = value if kind is tuple or kind is frozenset else (kind, value)
         found = cache.get(key, cache)
         if found is cache:
-            if kind is tuple:
-                found = tuple([self.renamed(item) for item in value])
-            elif kind is frozenset:
-                found = frozenset([self.renamed(item) for item in value])
+            if kind is tuple or kind is frozenset:
+                items = [self.renamed(item) for item in value]
+                # (the items of a value without ids come back as they are)
+                unchanged = all(map(is_, items, value))
+                found = _SAME if unchanged else tuple(items) if kind is tuple else frozenset(items)
             else:
-                found = rename(value, self.renaming)
+                found = rename(value, self.renaming) if holds_id(value) else _SAME
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
             cache[key] = found
-        return found
+        # A value without ids is its own renaming: the value itself, not the equal one
+        # the entry was made for, which may differ from it ((1,) and (True,)).
+        return value if found is _SAME else found
 
     def slots(self, old: tuple[Slot, ...]) -> tuple[Slot, ...]:
         """The slots of a state, renamed and moved to their new positions."""
@@ -175,6 +197,7 @@ class _Plan:
 
 
 _CACHE_LIMIT = 1 << 17  # renamed values kept per renaming, and slot tuples
+_SAME = object()  # a cache entry: the value renames to itself
 _new = tuple.__new__
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from ..forms import PLAIN, SPELLED, alike, strict
 from ..system import ActionLabel, ModelValue, Slot, SystemState
 from ..transaction import Edited, Front
+from .symmetry import holds_id
 
 __all__ = ["NotInterchangeable", "StrictParents", "ValueRegistry", "alike", "strict"]
 
@@ -100,7 +101,9 @@ class ValueRegistry:
         """`value` and each value inside it that the renaming cache looks up, wherever they
         sit: by equality for a tuple or a set (whose items it renames one by one), by type
         and equality for anything else but a number, a string or an id, or a slot whose
-        snapshot holds no id (`statecore.check.symmetry._Plan.renamed`)."""
+        snapshot holds no id (`statecore.check.symmetry._Plan.renamed`). The cache gives a
+        value without ids back as it is, so two such values never conflict: only where one
+        holds an id would the other get its renaming."""
         kind = type(value)
         if kind in _PLAIN or kind in SPELLED:
             return
@@ -114,7 +117,7 @@ class ValueRegistry:
             if nested:
                 for item in value:
                     self._parts(item)
-        elif not alike(first, value):
+        elif not alike(first, value) and (holds_id(first) or holds_id(value)):
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
                 "(a part of another type, or a number's sign or digits); renaming the ids "
