@@ -31,8 +31,9 @@ Then the visited set and the processes side by side: full states against
 chunk_transfer at two ids (``ChunkTransferConfig(ids=2, generations=2,
 saves=1, segments=1)``, bounded by ``--ct-states``, 200,000 by default: its
 complete space is beyond a short run); and 64-bit fingerprints on one process
-with every level in memory (``levels``: a fingerprint search's level past
-`statecore.check.frontier.SPILL` bytes goes to a file). Each runs in a fresh process, so its
+with everything in memory (``disk``: a fingerprint search's level past
+`statecore.check.frontier.SPILL` bytes goes to a file, and so do its store's parents past
+`statecore.check.spill.PARENTS` bytes). Each runs in a fresh process, so its
 peak resident memory is its own: ``B/state`` is that peak (the coordinator's
 plus, with workers, N times the largest worker's) over the states, less the
 memory before the search; ``store B/st`` is what the fingerprint store's
@@ -86,6 +87,7 @@ from statecore.models.chunk_transfer import ChunkTransferConfig, build
 
 from statecore import Event, Machine, State, Transition, Var, out
 from statecore.check import frontier
+from statecore.check import spill as spill_module
 from statecore.check.explore import Progress, Report, explore
 from statecore.check.memory import resident_memory
 from statecore.properties import always, eventually, monitor, sometimes
@@ -343,7 +345,7 @@ def bounded_validation() -> None:
 
 # -- the visited set and the processes, side by side ----------------------------------
 
-# (fingerprint bits or 0 for full states, workers, whether a level past SPILL bytes goes to a file)
+# (fingerprint bits or 0 for full states, workers, whether levels and parents go to files)
 STORES = [(0, 1, True), (64, 1, True), (64, 1, False), (0, 2, True), (64, 2, True)]
 STORE_BYTES = re.compile(r"\((\d+) bytes each\)")  # in the fingerprint store's note
 
@@ -352,9 +354,10 @@ def measure(
     which: str, bits: int, workers: int, max_states: int | None, spill: bool = True
 ) -> dict[str, Any]:
     """Explore `which` once in this process; what the side-by-side table prints. Without
-    `spill`, every level stays in memory (`statecore.check.frontier.SPILL`)."""
+    `spill`, every level and the store's parents stay in memory
+    (`statecore.check.frontier.SPILL`, `statecore.check.spill.PARENTS`)."""
     if not spill:
-        frontier.SPILL = 1 << 62
+        frontier.SPILL = spill_module.PARENTS = 1 << 62
     if which == "chunk_transfer_ids2":
         system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
     else:
@@ -390,7 +393,7 @@ def measure(
 def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
     """The runs of `STORES` on `which` side by side, each in a fresh process."""
     print(f"\n{label}")
-    print(f"{'store':<12}{'levels':>8}{'workers':>8}{'states':>10}{'seconds':>9}", end="")
+    print(f"{'store':<12}{'disk':>8}{'workers':>8}{'states':>10}{'seconds':>9}", end="")
     print(f"{'cpu s':>8}{'states/cpu s':>14}{'B/state':>9}{'store B/st':>11}  same verdicts")
     print("-" * 103)
     first: dict[str, Any] | None = None

@@ -14,7 +14,10 @@ fingerprint out from its parent's (`FingerprintStore.expanding`,
 index and the index of the action taken (dense arrays, in insertion order)
 and an open-addressing table of indices: about 25 bytes a node against
 hundreds for the node itself. A trace is rebuilt from the parent indices:
-the actions back to an initial node, replayed forward (`replay_chain`).
+the actions back to an initial node, replayed forward (`replay_chain`). Only
+a trace reads those, so past a few million nodes they go to a file, as TLC's
+trace file does (`statecore.check.spill.ParentLog`): then a node holds about
+16 bytes of memory.
 
 Two distinct nodes with the same fingerprint would be merged and the second
 never explored, so a fingerprint search reports the probability of that
@@ -34,6 +37,7 @@ from ..errors import DefinitionError, NondeterministicActionError
 from ..properties import EMPTY_MONITOR
 from ..system import ActionLabel, System, SystemState
 from ..traces.path import NotEnabledError, take
+from .spill import ParentLog
 from .values import StrictParents
 
 __all__ = [
@@ -316,8 +320,9 @@ class FingerprintStore:
         self.bits = bits
         self.fps = array("Q")  # the low 64 bits of each fingerprint
         self.wide = array("Q")  # the high 64 bits of 128-bit fingerprints
-        self.parents = array("Q")
-        self.actions = array("H" if len(self.labels) < 1 << 16 else "I")
+        # Each node's parent reference and action: only a trace reads them (a file past
+        # `statecore.check.spill.PARENTS` bytes).
+        self.log = ParentLog(wide_actions=len(self.labels) >= 1 << 16)
         self.table = array("I", bytes(4 * 1024))
         self.mask = len(self.table) - 1
         self._key: object = None  # the node fingerprinted last, and its fingerprint
@@ -331,7 +336,7 @@ class FingerprintStore:
     # -- what the explorer asks ------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.parents)
+        return len(self.log)
 
     def __contains__(self, node: object) -> bool:
         return self.find(self.fp_of(node)) >= 0
@@ -442,12 +447,11 @@ class FingerprintStore:
 
     def add(self, fp: int, parent: int, action: int) -> int:
         """Add fingerprint `fp` (known to be new); its index."""
-        index = len(self.parents)
+        index = len(self.log)
         self.fps.append(fp & ROOT)
         if self.bits == 128:
             self.wide.append(fp >> 64)
-        self.parents.append(parent)
-        self.actions.append(action)
+        self.log.append(parent, action)
         if (index + 1) > _MAX_LOAD * len(self.table):
             self._grow()
         elif fp == self._missed:  # the probe that missed it ended at a free slot
@@ -468,20 +472,20 @@ class FingerprintStore:
     def _grow(self) -> None:
         self.table = array("I", bytes(8 * len(self.table)))
         self.mask = len(self.table) - 1
-        for index in range(len(self.parents)):
+        for index in range(len(self.fps)):
             self._place(self._fp_at(index), index + 1)
 
     @property
     def nbytes(self) -> int:
-        """The bytes the store's arrays hold."""
-        arrays = (self.fps, self.wide, self.parents, self.actions, self.table)
-        return sum(len(a) * a.itemsize for a in arrays)
+        """The bytes the store holds in memory."""
+        arrays = (self.fps, self.wide, self.table)
+        return sum(len(a) * a.itemsize for a in arrays) + self.log.nbytes
 
     # -- traces ----------------------------------------------------------------
 
     def entry(self, index: int) -> tuple[int, int, int]:
         """``(fingerprint, parent reference, action index)`` of node `index`."""
-        return self._fp_at(index), self.parents[index], self.actions[index]
+        return (self._fp_at(index), *self.log[index])
 
     def path_to(self, node: Node) -> StrictParents:
         """The explorer's parents along the shortest path to visited `node`, by replay."""

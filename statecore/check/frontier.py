@@ -30,14 +30,14 @@ it is an object not met at its position before.
 
 from __future__ import annotations
 
-import tempfile
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from itertools import islice
-from typing import IO, Any
+from typing import Any
 
 from ..system import System, SystemState
 from .predicates import Judgements
+from .spill import SpillFile
 from .stepcache import Hint
 from .values import alike, strict
 
@@ -163,10 +163,9 @@ class Frontier:
         self._codes = array("I" if parts.wide else "H")  # the packed nodes held in memory
         self._length = 0  # packed (a system with no slot, global or monitor has 0 numbers a node)
         self._spill = spill
-        self._file: IO[bytes] | None = None
+        self._file = SpillFile("statecore-level-")  # (closed, and gone, with the level)
         self._chunks: list[tuple[int, int, str]] = []  # (offset, nodes, typecode) in the file
         self._spilled = 0  # the packed nodes in the file
-        self._end = 0  # and its bytes
 
     @property
     def packing(self) -> bool:
@@ -190,33 +189,18 @@ class Frontier:
         """Move the packed nodes held in memory to the end of the file (made on first use);
         if it cannot be written, keep them, and those to come, in memory."""
         codes = self._codes
-        try:
-            if self._file is None:  # (closed, and gone, with the level)
-                # Unbuffered: a write that fails (no room) fails here, not at a later seek.
-                self._file = tempfile.TemporaryFile(buffering=0, prefix="statecore-level-")  # noqa: SIM115
-            self._file.seek(self._end)
-            data = memoryview(codes.tobytes())
-            while data:  # (a write may take part of it: up to a file size limit, say)
-                written = self._file.write(data)
-                if not written:
-                    raise OSError("the level's file took no more bytes")
-                data = data[written:]
-        except OSError:
+        offset = self._file.append(codes.tobytes())
+        if offset is None:
             self._spill = False
             return
         nodes = len(codes) // self.parts.width
-        self._chunks.append((self._end, nodes, codes.typecode))
-        self._end += len(codes) * codes.itemsize
+        self._chunks.append((offset, nodes, codes.typecode))
         self._spilled += nodes
         self._codes = array(codes.typecode)
 
     def _read(self, offset: int, numbers: int, typecode: str) -> array[int]:
         """`numbers` numbers of `typecode` from the file at `offset`."""
-        assert self._file is not None
-        self._file.seek(offset)
-        codes = array(typecode)
-        codes.fromfile(self._file, numbers)
-        return codes
+        return self._file.read(offset, numbers, typecode)
 
     def __len__(self) -> int:
         return len(self._plain) + self._length

@@ -1,0 +1,93 @@
+"""What a large search writes to disk: a fingerprint store's parents and actions past
+`statecore.check.spill.PARENTS` bytes (`ParentLog`), read back for a trace; a level's packed
+nodes are in ``tests/test_frontier.py``."""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from statecore.models.chunk_transfer import RELEASED_0_30_0, build
+
+from statecore.check import spill
+from statecore.check.explore import explore
+from statecore.check.spill import ParentLog
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_parent_log_gives_back_every_entry(wide: bool) -> None:
+    """Chunks of 3 entries (10 or 12 bytes each, written at 30 or 36) to the file, the
+    rest in memory; every entry comes back, in any order, and only the tail is in memory."""
+    rnd = random.Random(7)
+    top = (1 << 32) - 1 if wide else (1 << 16) - 1
+    entries = [(rnd.randrange(1 << 64), rnd.randint(0, top)) for _ in range(1000)]
+    log = ParentLog(wide_actions=wide, limit=36 if wide else 30)
+    for ref, action in entries:
+        log.append(ref, action)
+    assert len(log) == len(entries)
+    assert log.nbytes == (12 if wide else 10) * (len(entries) % 3)
+    order = list(range(len(entries)))
+    rnd.shuffle(order)
+    assert [log[i] for i in order] == [entries[i] for i in order]
+    for index in (-1, len(entries)):
+        with pytest.raises(IndexError):
+            log[index]
+
+
+FULL_DISK = """
+from statecore.check.spill import ParentLog
+
+log = ParentLog(wide_actions=False, limit=30)
+entries = [(i * 7919, i % 5) for i in range(40)]
+for ref, action in entries:
+    log.append(ref, action)
+assert log._firsts == [0, 3, 6] and not log._spill, log._firsts
+assert [log[i] for i in range(40)] == entries
+print("ok")
+"""
+
+
+def test_a_parent_log_whose_file_is_full_keeps_the_rest_in_memory() -> None:
+    """A file size limit of 100 bytes: three chunks of 30 bytes go in, the fourth only in
+    part, and the log keeps it and the rest in memory; the chunks written are still read."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK], preexec_fn=limited, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_search_whose_parents_spill_gives_the_same_traces(
+    workers: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """vLLM-Omni 0.30.0 without reuse (10 violated properties) with 64-bit fingerprints: a
+    store that writes its parents past 6 entries rebuilds the very traces of one that keeps
+    them in memory; and the stores (each worker's, in its own process) did write."""
+    system = build(replace(RELEASED_0_30_0, generations=1))
+    kept = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
+    monkeypatch.setattr(spill, "PARENTS", 64)
+    write = ParentLog._write
+
+    def counted(self: ParentLog) -> None:
+        (tmp_path / f"{os.getpid()}-{len(list(tmp_path.iterdir()))}").touch()
+        write(self)
+
+    monkeypatch.setattr(ParentLog, "_write", counted)
+    spilled = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
+    assert (spilled.states, spilled.transitions) == (kept.states, kept.transitions)
+    assert sum(r.trace is not None for r in kept.results) == 10
+    assert [(r.verdict, r.trace) for r in spilled.results] == [
+        (r.verdict, r.trace) for r in kept.results
+    ]
+    writers = {name.split("-")[0] for name in os.listdir(tmp_path)}
+    assert len(writers) == workers and (str(os.getpid()) in writers) == (workers == 1)
