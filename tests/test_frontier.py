@@ -13,14 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-import resource
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from equal_forms import equal_forms, twin
+from file_limits import run_with_file_limit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
@@ -333,13 +331,8 @@ def test_a_level_whose_file_is_full_keeps_its_nodes_in_memory() -> None:
     every node comes back, in order. A search whose levels meet the limit (on one process
     and on two) finds what a full-state one does."""
 
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
-
     code = FULL_DISK.format(tests=str(Path(__file__).parent))
-    done = subprocess.run(
-        [sys.executable, "-c", code], preexec_fn=limited, capture_output=True, text=True
-    )
+    done = run_with_file_limit(code, 100)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import random
-import resource
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from file_limits import run_with_file_limit
 from statecore.models.chunk_transfer import RELEASED_0_30_0, build
 
 from statecore.check import spill
@@ -57,12 +55,7 @@ def test_a_parent_log_whose_file_is_full_keeps_the_rest_in_memory() -> None:
     """A file size limit of 100 bytes: three chunks of 30 bytes go in, the fourth only in
     part, and the log keeps it and the rest in memory; the chunks written are still read."""
 
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
-
-    done = subprocess.run(
-        [sys.executable, "-c", FULL_DISK], preexec_fn=limited, capture_output=True, text=True
-    )
+    done = run_with_file_limit(FULL_DISK, 100)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
