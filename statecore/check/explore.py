@@ -173,7 +173,7 @@ class _Explorer:
         self.values = self.monitor_steps.values = self.successors.values  # each value made
         if self.guard is not None:
             self.guard.values = self.values
-            self.values.renamed = True
+            self.values.rename_by(self.canonicalizer.others(), self.canonicalizer.moved)
         self.max_states = max_states
         self.max_memory = max_memory
         self.stop = ""  # why the search stopped early, a key of STOPS

@@ -20,7 +20,7 @@ other ids, or a hash tie, can only cost some reduction, never a wrong verdict.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Container, Hashable, Mapping, Sequence
 from operator import is_
 from typing import Any
 
@@ -88,21 +88,23 @@ def rename(value: Any, renaming: Renaming) -> Any:
     return value
 
 
-def holds_id(value: Any) -> bool:
-    """Whether `rename` may give something else than `value`: an id inside it (a handle or a
-    slot whose snapshot may hold one counts as one)."""
+def holds_id(value: Any, ids: Container[ModelValue] | None = None) -> bool:
+    """Whether `rename` may give something else than `value`: one of `ids` inside it (None:
+    any id; a handle, or a slot whose snapshot may hold one, counts as one)."""
     kind = type(value)
     if kind in _SCALARS:
         return False
-    if kind is ModelValue or kind is Handle:
+    if kind is ModelValue:
+        return ids is None or value in ids
+    if kind is Handle:
         return True
     if kind is Slot:
         snap = value.snapshot
-        return snap is not None and not type(snap)._plain and holds_id(snap)
+        return snap is not None and not type(snap)._plain and holds_id(snap, ids)
     if isinstance(value, tuple) and isinstance(value, Snapshot) and type(value)._plain:
         return False
     if isinstance(value, (tuple, frozenset)):
-        return any(map(holds_id, value))
+        return any([holds_id(item, ids) for item in value])
     return False
 
 
@@ -127,7 +129,7 @@ class _Plan:
     is most of the work.
     """
 
-    __slots__ = ("cache", "identity", "plain", "renaming", "sources")
+    __slots__ = ("cache", "identity", "plain", "renaming", "sources", "targets")
 
     def __init__(
         self,
@@ -137,6 +139,7 @@ class _Plan:
     ) -> None:
         self.renaming = renaming
         self.sources = sources
+        self.targets = tuple(sorted(range(len(sources)), key=sources.__getitem__))
         self.plain = plain  # per slot: no id can be inside it, it only moves
         self.identity = _identity(renaming)
         self.cache: dict[Any, Any] = {}
@@ -153,9 +156,10 @@ class _Plan:
             if snap is None or type(snap)._plain:
                 return value  # no id inside: not worth a cache entry
         cache = self.cache
-        # A record (a NamedTuple) equals the plain tuple of its items: key it
-        # by its type too, or a renamed record could come back as a tuple.
-        key = value if kind is tuple or kind is frozenset else (kind, value)
+        # A record (a NamedTuple) equals the plain tuple of its items: key it by its type
+        # too, or a renamed record could come back as a tuple; and by a marker no state
+        # holds, or a tuple (Record, record) would share its entry.
+        key = value if kind is tuple or kind is frozenset else (_TYPED, kind, value)
         found = cache.get(key, cache)
         if found is cache:
             if kind is tuple or kind is frozenset:
@@ -171,6 +175,11 @@ class _Plan:
         # A value without ids is its own renaming: the value itself, not the equal one
         # the entry was made for, which may differ from it ((1,) and (True,)).
         return value if found is _SAME else found
+
+    def place(self, place: Hashable) -> Hashable:
+        """Where a value at `place` (of `statecore.check.values`: slot i is i) lands renamed:
+        a slot moves with its id, anything else stays."""
+        return self.targets[place] if type(place) is int and place >= 0 else place
 
     def slots(self, old: tuple[Slot, ...]) -> tuple[Slot, ...]:
         """The slots of a state, renamed and moved to their new positions."""
@@ -198,6 +207,7 @@ class _Plan:
 
 _CACHE_LIMIT = 1 << 17  # renamed values kept per renaming, and slot tuples
 _SAME = object()  # a cache entry: the value renames to itself
+_TYPED = object()  # a cache key's first item: the key of a value that is no tuple or set
 _new = tuple.__new__
 
 
@@ -249,16 +259,25 @@ class Canonicalizer:
                 best, best_hash = candidate, h
         return best
 
-    def images(self, node: Any) -> list[tuple[Renaming, Any]]:
-        """`node` under every renaming of the ids but the identity, with the renaming."""
+    def others(self) -> list[_Plan]:
+        """The plans of every renaming of the ids but the identity."""
         if self._others is None:
             combos = itertools.product(
                 *(itertools.permutations(range(keys.size)) for keys in self.groups)
             )
             plans = (self._plan(combo) for combo in combos)
             self._others = [plan for plan in plans if not plan.identity]
+        return self._others
+
+    @property
+    def moved(self) -> frozenset[ModelValue]:
+        """The ids a renaming moves."""
+        return frozenset(v for keys in self.groups for v in keys.values)
+
+    def images(self, node: Any) -> list[tuple[Renaming, Any]]:
+        """`node` under every renaming of the ids but the identity, with the renaming."""
         slots = node[0].slots
-        return [(plan.renaming, plan.apply(node, plan.slots(slots))) for plan in self._others]
+        return [(plan.renaming, plan.apply(node, plan.slots(slots))) for plan in self.others()]
 
     def plan_of(self, renaming: Renaming) -> _Plan:
         """The plan (cached renames of values and slots) of `renaming`, one of `renamings`."""

@@ -32,13 +32,13 @@ one of two equal states whatever their sets' orders, with or without memos.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, MutableMapping
+from collections.abc import Hashable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 from ..forms import PLAIN, SPELLED, alike, strict
 from ..system import ActionLabel, ModelValue, Slot, SystemState
 from ..transaction import Edited, Front
-from .symmetry import holds_id
+from .symmetry import _Plan, holds_id
 
 __all__ = ["NotInterchangeable", "StrictParents", "ValueRegistry", "alike", "strict"]
 
@@ -72,8 +72,11 @@ class ValueRegistry:
         self._fresh: list[tuple[Hashable, Hashable]] = []  # noted since `fresh`
         # With symmetry reduction, the renaming cache (`statecore.check.symmetry`) looks every
         # tuple, set and record up by equality wherever it sits, parts included: those too
-        # must be alike wherever they are (`renamed`).
+        # must be alike wherever they are (`renamed`). And a search holds each value renamed
+        # too (`rename_by`).
         self.renamed = False
+        self._plans: Sequence[_Plan] = ()
+        self._moved: frozenset[ModelValue] | None = None  # the ids a renaming moves (None: all)
         self._fifos: set[int] = set()  # the globals a run appended to or took a front of
         self._items: dict[int, list[Hashable]] = {}  # the items of the others, so far
 
@@ -89,6 +92,8 @@ class ValueRegistry:
                 self._parts(value)
             self._first[key] = value
             self._fresh.append((place, value))
+            for plan in self._plans:  # where a representative or an image of a state holds it
+                self.add(plan.place(place), plan.renamed(value))
         elif not alike(first, value):  # alike: so are its parts, noted with the first
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
@@ -117,12 +122,25 @@ class ValueRegistry:
             if nested:
                 for item in value:
                     self._parts(item)
-        elif not alike(first, value) and (holds_id(first) or holds_id(value)):
+        elif not alike(first, value) and (
+            holds_id(first, self._moved) or holds_id(value, self._moved)
+        ):
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
                 "(a part of another type, or a number's sign or digits); renaming the ids "
                 "would give one for the other"
             )
+
+    def rename_by(self, plans: Sequence[_Plan], moved: frozenset[ModelValue]) -> None:
+        """Symmetry reduction is on: its `plans` (each renaming but the identity) rename the
+        ids `moved`. A representative, or an image the symmetry guard judges, holds a value
+        renamed at the renamed place (a slot moves with its id): each value noted is noted
+        so too, so that a value equal to another's renaming but unlike it (``(True, w1)``
+        against ``(1, w1)``, or a set of ``(True, w0)`` and ``(1, w1)`` against its own
+        renaming) conflicts as it would where a search without symmetry met both."""
+        self.renamed = True
+        self._plans = plans
+        self._moved = moved
 
     def fresh(self) -> list[tuple[Hashable, Hashable]]:
         """``add``'s arguments of the values first noted since the last call: for a whole
