@@ -251,3 +251,16 @@ def test_the_quoted_sizes_of_a_level_are_the_ones_the_frontier_uses() -> None:
     text = " ".join((DOCS / "cli.md").read_text().split())
     assert set(re.findall(r"past (?:its )?first ([\d,]+)", text)) == {f"{UNPACKED:,}"}
     assert re.findall(r"Past (\d+) MB of packed states", text) == [str(SPILL >> 20)]
+
+
+def test_the_quoted_size_of_a_visited_sets_parents_is_the_one_it_uses() -> None:
+    """docs/cli.md says past how many bytes, and so how many states, a fingerprint store
+    writes its parents' indices and actions to a file, and what a state then holds."""
+    from statecore.check.fingerprints import _MAX_LOAD
+    from statecore.check.spill import PARENTS
+
+    text = " ".join((DOCS / "cli.md").read_text().split())
+    [(size, states)] = re.findall(r"Past (\d+) MB of parents' .*?about ([\d.]+) million", text)
+    assert int(size) == PARENTS >> 20 and float(states) == round(PARENTS / 10 / 1e6, 1)
+    [(low, high)] = re.findall(r"holds (\d+) to (\d+) bytes of memory", text)
+    assert (int(low), int(high)) == (8 + round(4 / _MAX_LOAD), 8 + round(8 / _MAX_LOAD))
