@@ -458,6 +458,109 @@ def test_a_record_and_a_tuple_of_its_type_and_it_rename_apart() -> None:
     assert [r.verdict for r in report.results] == ["holds"]
 
 
+@pytest.mark.parametrize("negated", [False, True])
+def test_a_fifo_is_renamed_apart_from_an_equal_tuple_elsewhere(negated: bool) -> None:
+    """``g`` is set whole to ``(1, w)``; then ``True`` and ``w`` are appended to the FIFO
+    ``q``, whose tuple no run writes whole (only its items are noted). Renamed among
+    another place's tuples, ``q``'s ``(True, w0)`` came back as ``g``'s ``(1, w1)``: a state
+    no run makes. A global's tuples are renamed among its own: 4 orbits, and the verdict of
+    the property and of its negation."""
+
+    def set_g(tx: Tx, w: ModelValue) -> None:
+        tx.require(tx.get("g") is None)
+        tx.set("g", (1, w))
+
+    def push(tx: Tx, w: ModelValue) -> None:
+        tx.require(tx.get("g") is not None and tx.get("done") == 0)
+        tx.set("done", 1)
+        tx.append("q", True)
+        tx.append("q", w)
+
+    def first_is_bool(v: StateView[Any]) -> bool:
+        return v.get("q") == () or (type(v.get("q")[0]) is bool) != negated
+
+    system = System(
+        "fifo_and_tuple",
+        components=[],
+        actions=[Action("set_g", "u", set_g, {"w": IDS}), Action("push", "u", push, {"w": IDS})],
+        globals=[Global("done", 0), Global("q", ()), Global("g", None)],
+        properties=[always("first", "q's first is a bool (or not)", first_is_bool)],
+    )
+    assert strict_search(system) == (7, [negated])
+    for option in OPTIONS:
+        report = explore(system, stop_on_violation=False, **option)
+        assert [r.verdict == VIOLATED for r in report.results] == [negated], option
+        if report.symmetry:
+            assert report.states == 4 and report.notes[:1] != ("memos off",), option
+
+
+@pytest.mark.parametrize("reads", ["the whole state", "in an order of the id's"])
+def test_an_action_that_tells_ids_apart_by_a_type_only_turns_symmetry_off(reads: str) -> None:
+    """``act(w)`` writes ``(1, w)`` for ``w0`` and ``(True, w)`` for ``w1``: equal to the
+    renamed run, not alike it. The symmetry guard compares an image's run with the renamed
+    run part by part, types and spellings included, so symmetry goes off and the violation
+    ``act(w1)`` makes is found. Reading the whole state (a run no memo learns, nor notes)
+    or in an order of the id's (the runs then compare as sets of reads and writes) changes
+    nothing."""
+    w0 = IDS.values[0]
+
+    def pick(tx: Tx, w: ModelValue) -> None:
+        tx.require(tx.get("owner") == "")
+        tx.set("owner", w)
+
+    def act(tx: Tx, w: ModelValue) -> None:
+        if reads == "the whole state":
+            tx.before  # noqa: B018
+        if reads == "the whole state" or w == w0:
+            owner, g = tx.get("owner"), tx.get("g")
+        else:
+            g, owner = tx.get("g"), tx.get("owner")
+        tx.require(owner == w and g == "")
+        tx.set("g", (1 if w == w0 else True, w))
+
+    system = System(
+        "typed_asymmetry",
+        components=[],
+        actions=[Action("pick", "u", pick, {"w": IDS}), Action("act", "u", act, {"w": IDS})],
+        globals=[Global("owner", ""), Global("g", "")],
+        properties=[
+            always(
+                "int",
+                "g's first is an int",
+                lambda v: v.get("g") == "" or type(v.get("g")[0]) is int,
+            )
+        ],
+    )
+    for option in OPTIONS:
+        report = explore(system, stop_on_violation=False, **option)
+        assert [r.verdict for r in report.results] == [VIOLATED], option
+        assert report.states == 5, (option, report.notes)
+
+
+def test_a_value_of_seven_ids_is_noted_under_each_renaming_once() -> None:
+    """Each new value is noted under each of the 5,039 renamings of seven ids, each image
+    once (the plans are the whole group): the search ends, where noting each image's own
+    images in turn recursed past Python's limit."""
+    ids = Keys("w", 7)
+
+    def touch(tx: Tx, w: ModelValue) -> None:
+        order = tx.get("order")
+        tx.require(w not in order)
+        tx.set("order", (*order, w))
+
+    system = System(
+        "all_ids",
+        components=[],
+        actions=[Action("touch", "u", touch, {"w": ids})],
+        globals=[Global("order", ())],
+        properties=[
+            always("short", "order holds at most 7 ids", lambda v: len(v.get("order")) <= 7)
+        ],
+    )
+    report = explore(system)
+    assert report.symmetry and report.notes == () and report.states == 8
+
+
 # -- where a definition holds them: a machine's payload, an action's parameters ---------------
 
 

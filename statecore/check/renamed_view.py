@@ -54,11 +54,12 @@ class RenamedView(StateView[Any]):
     def _values(self) -> tuple[Any, ...]:
         """The renamed globals, without the slots (what ``view.g`` reads)."""
         plan = self._plan
-        return tuple([plan.renamed(v) for v in self._source.values])
+        return tuple([plan.renamed_at(i, v) for i, v in enumerate(self._source.values)])
 
     def get(self, name: str) -> Any:
         """The value of global `name`, renamed."""
-        return self._plan.renamed(self._source.values[self.system.global_index(name)])
+        index = self.system.global_index(name)
+        return self._plan.renamed_at(index, self._source.values[index])
 
     def slot(self, component: str, key: Hashable) -> Slot:
         """The slot of (`component`, `key`) in the renamed state."""

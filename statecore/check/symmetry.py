@@ -129,7 +129,7 @@ class _Plan:
     is most of the work.
     """
 
-    __slots__ = ("cache", "identity", "plain", "renaming", "sources", "targets")
+    __slots__ = ("cache", "globals", "identity", "plain", "renaming", "sources", "targets")
 
     def __init__(
         self,
@@ -143,6 +143,7 @@ class _Plan:
         self.plain = plain  # per slot: no id can be inside it, it only moves
         self.identity = _identity(renaming)
         self.cache: dict[Any, Any] = {}
+        self.globals: list[dict[Any, Any]] = []  # per global: its tuples' renamings (`renamed_at`)
 
     def renamed(self, value: Any) -> Any:
         """`rename(value, self.renaming)`, cached."""
@@ -176,6 +177,26 @@ class _Plan:
         # the entry was made for, which may differ from it ((1,) and (True,)).
         return value if found is _SAME else found
 
+    def renamed_at(self, index: int, value: Any) -> Any:
+        """`renamed`, of the value of global `index`. A tuple there is looked up among that
+        global's own: a FIFO's (`Tx.append`) is made in the state, not by a run, so only its
+        items are noted (`statecore.check.values`), and among the tuples of other places it
+        could meet an equal one unlike it."""
+        if type(value) is not tuple:
+            return self.renamed(value)
+        caches = self.globals
+        while len(caches) <= index:
+            caches.append({})
+        cache = caches[index]
+        found = cache.get(value, cache)
+        if found is cache:
+            items = [self.renamed(item) for item in value]
+            found = _SAME if all(map(is_, items, value)) else tuple(items)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[value] = found
+        return value if found is _SAME else found
+
     def place(self, place: Hashable) -> Hashable:
         """Where a value at `place` (of `statecore.check.values`: slot i is i) lands renamed:
         a slot moves with its id, anything else stays."""
@@ -199,7 +220,8 @@ class _Plan:
         # A state's tuple of globals, and its monitors, are rarely met twice: renamed
         # item by item, without a cache entry of their own to hash and keep.
         rename_ = self.renamed
-        renamed = _new(SystemState, (slots, tuple([rename_(v) for v in node[0].values])))
+        values = tuple([self.renamed_at(i, v) for i, v in enumerate(node[0].values)])
+        renamed = _new(SystemState, (slots, values))
         if len(node) == 1:
             return (renamed,)
         return (renamed, *[rename_(m) for m in node[1:]])

@@ -81,26 +81,35 @@ class ValueRegistry:
         self._items: dict[int, list[Hashable]] = {}  # the items of the others, so far
 
     def add(self, place: Hashable, value: Hashable) -> None:
-        """Note `value` at `place`; raise `NotInterchangeable` if an equal one differs."""
+        """Note `value` at `place`, and each renaming of it where a representative or an
+        image of a state would hold it (`rename_by`: the plans are the whole group, so
+        these are its whole orbit); raise `NotInterchangeable` if an equal one differs."""
+        if self._note(place, value):
+            for plan in self._plans:
+                self._note(plan.place(place), plan.renamed(value))
+
+    def _note(self, place: Hashable, value: Hashable) -> bool:
+        """Note `value` at `place`; whether it is new there. Raise `NotInterchangeable` if an
+        equal one differs."""
         key = (place, value)
         try:
             first = self._first.get(key, _NONE)
         except TypeError:  # unhashable: no state can hold it, no memo can key on it
-            return
+            return False
         if first is _NONE:
             if self.renamed:
                 self._parts(value)
             self._first[key] = value
             self._fresh.append((place, value))
-            for plan in self._plans:  # where a representative or an image of a state holds it
-                self.add(plan.place(place), plan.renamed(value))
-        elif not alike(first, value):  # alike: so are its parts, noted with the first
+            return True
+        if not alike(first, value):  # alike: so are its parts, noted with the first
             raise NotInterchangeable(
                 f"the values {first!r} and {value!r} are equal but not interchangeable "
                 "(a part of another type, or a number's sign or digits); the visited set would "
                 "keep one of two states equal but for them, and a memo would answer one with "
                 "what it learned on the other"
             )
+        return False
 
     def _parts(self, value: Any) -> None:
         """`value` and each value inside it that the renaming cache looks up, wherever they
