@@ -31,7 +31,7 @@ from enum import Enum
 from typing import Any
 
 from .definition import Machine, Snapshot
-from .forms import PLAIN
+from .forms import PLAIN, alike
 from .semantics import Outcome, payload_fault, step
 
 CACHE_LIMIT = 65_536  # memo entries per machine: snapshots and remembered steps together
@@ -102,8 +102,9 @@ def clear_memo(machine: Machine) -> None:
 
 
 def same_types(a: Snapshot, b: Snapshot) -> bool:
-    """Whether two equal snapshots hold values of the same types (1 and True do not)."""
-    return a is b or tuple(map(type, a)) == tuple(map(type, b))
+    """Whether two equal snapshots hold values alike in every part (1 and True, or (1,) and
+    (True,), are not: a variable written from an unbounded field may hold either)."""
+    return a is b or alike(a, b)
 
 
 def node_of(machine: Machine, snapshot: Snapshot) -> Node:
@@ -129,7 +130,8 @@ def node_of(machine: Machine, snapshot: Snapshot) -> Node:
 
 
 def given_node(machine: Machine, snapshot: Snapshot) -> Node:
-    """The node for a snapshot built by hand, which may hold True where the memo holds 1."""
+    """The node for a snapshot built by hand, or written from an unbounded field, which may
+    hold True where the memo's holds 1, or (True,) for (1,): then a private node."""
     node = node_of(machine, snapshot)
     return node if same_types(node.snapshot, snapshot) else Node(snapshot, False)
 
@@ -239,8 +241,9 @@ def edge_key(event: str, payload: dict[str, Any]) -> object:
 def remembered_step(
     machine: Machine, snapshot: Snapshot, event: str, payload: dict[str, Any]
 ) -> Outcome:
-    """`step`, served from the machine's graph of computed steps where it can be."""
-    node = node_of(machine, snapshot)
+    """`step`, served from the machine's graph of computed steps where it can be (not for a
+    snapshot equal to the memo's but unlike it: `given_node`)."""
+    node = given_node(machine, snapshot)
     try:
         entry = node.edges.get(edge_key(event, payload))
     except TypeError:  # an unhashable payload value

@@ -20,13 +20,14 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from statecore import Event, Field, Instance, Machine, State, Transition, out
+from statecore import Event, Field, Instance, Machine, State, Transition, Var, out
 from statecore.check.explore import VIOLATED, explore
 from statecore.check.fingerprints import Fingerprinter
 from statecore.check.plain import StrictFingerprinter, StrictParents
 from statecore.check.symmetry import rename_state, renamings
 from statecore.check.values import strict
 from statecore.errors import SystemDefinitionError
+from statecore.memo import remembered_step
 from statecore.properties import Property, always, monitor
 from statecore.semantics import step
 from statecore.system import Action, Component, Global, Keys, ModelValue, StateView, System, Tx
@@ -574,6 +575,63 @@ def signed_go() -> Machine:
             Transition("idle", "go", "positive", guard=lambda s, p: math.copysign(1, p["x"]) > 0)
         ],
     )
+
+
+def kept_then_named() -> Machine:
+    """``put`` keeps an unbounded field in ``d`` (so ``(1,)`` or ``(True,)``, outside its
+    domain); ``look`` names the type of its first item."""
+    return Machine(
+        "kept",
+        states=[State("idle", initial=True), State("busy")],
+        variables=[Var("d", (None, (5,)), None), Var("e", ("", "int", "bool"), "")],
+        events=[Event("put", [Field("x", sample=((5,),))]), Event("look")],
+        transitions=[
+            Transition("idle", "put", "busy", effect=lambda s, p: {"d": p["x"]}),
+            Transition("busy", "look", "busy", effect=lambda s, p: {"e": type(s.d[0]).__name__}),
+        ],
+    )
+
+
+@pytest.mark.parametrize("first", [(1,), (True,)])
+def test_the_step_memo_steps_a_snapshot_unlike_its_own_for_itself(first: tuple[int]) -> None:
+    """Snapshots holding ``(1,)`` and ``(True,)`` are equal: the memo keeps the one met
+    first, and the other is stepped for itself (a variable written from an unbounded field
+    may hold either); and a search through `Tx.fire` finds ``look`` naming both."""
+    machine = kept_then_named()
+    other = (True,) if type(first[0]) is int else (1,)
+    for x in (first, other):
+        held = step(machine, machine.initial_snapshot(), "put", {"x": x}).snapshot
+        assert remembered_step(machine, held, "look", {}).snapshot.e == type(x[0]).__name__
+
+    def put(x: tuple[int]) -> Callable[[Tx], None]:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("put") == 0)
+            tx.set("put", 1)
+            tx.fire(("m", "k"), "put", x=x)
+
+        return run
+
+    def look(tx: Tx) -> None:
+        tx.require(tx.get("put") == 1)
+        tx.fire(("m", "k"), "look")
+
+    system = System(
+        "kept",
+        components=[Component("m", kept_then_named(), ("k",))],
+        actions=[
+            Action("put_first", "u", put(first)),
+            Action("put_other", "u", put(other)),
+            Action("look", "u", look),
+        ],
+        globals=[Global("put", 0)],
+        init=lambda tx: tx.spawn("m", "k"),
+        properties=[
+            always(name, f"look never names {name}", lambda v, n=name: v.snapshot("m", "k").e != n)
+            for name in ("int", "bool")
+        ],
+    )
+    report = explore(system, stop_on_violation=False)
+    assert [r.verdict for r in report.results] == [VIOLATED, VIOLATED], report.notes
 
 
 @pytest.mark.parametrize("first", [0.0, -0.0])
