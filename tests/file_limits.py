@@ -1,10 +1,16 @@
-"""Running code where no file may grow past a few bytes: a full disk, for a search's files."""
+"""A search's files: running code where no file may grow past a few bytes (a full disk), and
+counting the writes of each process."""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 
 def run_with_file_limit(code: str, size: int) -> subprocess.CompletedProcess[str]:
@@ -17,3 +23,20 @@ def run_with_file_limit(code: str, size: int) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [sys.executable, "-c", code], preexec_fn=limited, capture_output=True, text=True
     )
+
+
+def count_writes(monkeypatch: pytest.MonkeyPatch, owner: type, into: Path) -> None:
+    """Each call of ``owner._write`` (in this process or a worker forked from it) leaves a
+    file in `into` named after the process: the writers are the names' first parts."""
+    write = owner._write  # type: ignore[attr-defined]
+
+    def counted(self: Any) -> None:
+        (into / f"{os.getpid()}-{len(list(into.iterdir()))}").touch()
+        write(self)
+
+    monkeypatch.setattr(owner, "_write", counted)
+
+
+def writers(into: Path) -> set[str]:
+    """The processes whose writes `count_writes` counted in `into`."""
+    return {name.split("-")[0] for name in os.listdir(into)}

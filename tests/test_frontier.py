@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from equal_forms import equal_forms, twin
-from file_limits import run_with_file_limit
+from file_limits import count_writes, run_with_file_limit, writers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
@@ -330,7 +330,6 @@ def test_a_level_whose_file_is_full_keeps_its_nodes_in_memory() -> None:
     30 bytes go in, the fourth only in part, and the level keeps it and the rest in memory;
     every node comes back, in order. A search whose levels meet the limit (on one process
     and on two) finds what a full-state one does."""
-
     code = FULL_DISK.format(tests=str(Path(__file__).parent))
     done = run_with_file_limit(code, 100)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
@@ -345,13 +344,7 @@ def test_a_search_whose_levels_spill_finds_what_a_full_state_one_does(
     worker's, in its own process) did spill."""
     monkeypatch.setattr(frontier, "UNPACKED", 4)
     monkeypatch.setattr(frontier, "SPILL", 256)
-    write = Frontier._write
-
-    def counted(self: Frontier) -> None:
-        (tmp_path / f"{os.getpid()}-{len(list(tmp_path.iterdir()))}").touch()
-        write(self)
-
-    monkeypatch.setattr(Frontier, "_write", counted)
+    count_writes(monkeypatch, Frontier, tmp_path)
     system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=1))
     full = explore(system, stop_on_violation=False)
     spilling = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
@@ -359,5 +352,5 @@ def test_a_search_whose_levels_spill_finds_what_a_full_state_one_does(
     assert [(r.verdict, r.trace and len(r.trace)) for r in spilling.results] == [
         (r.verdict, r.trace and len(r.trace)) for r in full.results
     ]
-    writers = {name.split("-")[0] for name in os.listdir(tmp_path)}
-    assert len(writers) == workers and (str(os.getpid()) in writers) == (workers == 1)
+    wrote = writers(tmp_path)
+    assert len(wrote) == workers and (str(os.getpid()) in wrote) == (workers == 1)

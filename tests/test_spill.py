@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from file_limits import run_with_file_limit
+from file_limits import count_writes, run_with_file_limit, writers
 from statecore.models.chunk_transfer import RELEASED_0_30_0, build
 
 from statecore.check import spill
@@ -54,7 +54,6 @@ print("ok")
 def test_a_parent_log_whose_file_is_full_keeps_the_rest_in_memory() -> None:
     """A file size limit of 100 bytes: three chunks of 30 bytes go in, the fourth only in
     part, and the log keeps it and the rest in memory; the chunks written are still read."""
-
     done = run_with_file_limit(FULL_DISK, 100)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
@@ -69,18 +68,12 @@ def test_a_search_whose_parents_spill_gives_the_same_traces(
     system = build(replace(RELEASED_0_30_0, generations=1))
     kept = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
     monkeypatch.setattr(spill, "PARENTS", 64)
-    write = ParentLog._write
-
-    def counted(self: ParentLog) -> None:
-        (tmp_path / f"{os.getpid()}-{len(list(tmp_path.iterdir()))}").touch()
-        write(self)
-
-    monkeypatch.setattr(ParentLog, "_write", counted)
+    count_writes(monkeypatch, ParentLog, tmp_path)
     spilled = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
     assert (spilled.states, spilled.transitions) == (kept.states, kept.transitions)
     assert sum(r.trace is not None for r in kept.results) == 10
     assert [(r.verdict, r.trace) for r in spilled.results] == [
         (r.verdict, r.trace) for r in kept.results
     ]
-    writers = {name.split("-")[0] for name in os.listdir(tmp_path)}
-    assert len(writers) == workers and (str(os.getpid()) in writers) == (workers == 1)
+    wrote = writers(tmp_path)
+    assert len(wrote) == workers and (str(os.getpid()) in wrote) == (workers == 1)

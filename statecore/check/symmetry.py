@@ -163,16 +163,7 @@ class _Plan:
         key = value if kind is tuple or kind is frozenset else (_TYPED, kind, value)
         found = cache.get(key, cache)
         if found is cache:
-            if kind is tuple or kind is frozenset:
-                items = [self.renamed(item) for item in value]
-                # (the items of a value without ids come back as they are)
-                unchanged = all(map(is_, items, value))
-                found = _SAME if unchanged else tuple(items) if kind is tuple else frozenset(items)
-            else:
-                found = rename(value, self.renaming) if holds_id(value) else _SAME
-            if len(cache) >= _CACHE_LIMIT:
-                cache.clear()
-            cache[key] = found
+            found = self._entry(cache, key, value)
         # A value without ids is its own renaming: the value itself, not the equal one
         # the entry was made for, which may differ from it ((1,) and (True,)).
         return value if found is _SAME else found
@@ -190,12 +181,23 @@ class _Plan:
         cache = caches[index]
         found = cache.get(value, cache)
         if found is cache:
-            items = [self.renamed(item) for item in value]
-            found = _SAME if all(map(is_, items, value)) else tuple(items)
-            if len(cache) >= _CACHE_LIMIT:
-                cache.clear()
-            cache[value] = found
+            found = self._entry(cache, value, value)
         return value if found is _SAME else found
+
+    def _entry(self, cache: dict[Any, Any], key: Any, value: Any) -> Any:
+        """The renaming of `value`, kept in `cache` under `key`: `_SAME` if it renames to itself
+        (the items of a value without ids come back as they are)."""
+        kind = type(value)
+        if kind is tuple or kind is frozenset:
+            items = [self.renamed(item) for item in value]
+            unchanged = all(map(is_, items, value))
+            found = _SAME if unchanged else tuple(items) if kind is tuple else frozenset(items)
+        else:
+            found = rename(value, self.renaming) if holds_id(value) else _SAME
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = found
+        return found
 
     def place(self, place: Hashable) -> Hashable:
         """Where a value at `place` (of `statecore.check.values`: slot i is i) lands renamed:
