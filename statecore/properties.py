@@ -126,10 +126,15 @@ class MonitorViolation(Exception):
 def advance_monitor(
     prop: Property, state: MonitorState, outputs: tuple[Emitted, ...]
 ) -> MonitorState:
-    """Feed `outputs` to the monitor `prop`; raise `MonitorViolation` on a refusal."""
+    """Feed `outputs` to the monitor `prop`; raise `MonitorViolation` on a refusal.
+
+    A monitor state no output moved comes back as the very object given: a search
+    keeps and fingerprints a node's parts by identity first.
+    """
     assert prop.machine is not None and prop.route is not None
     machine = prop.machine
     current = dict(state)
+    moved = False
     for emitted in outputs:
         routed = prop.route(emitted)
         if routed is None:
@@ -142,11 +147,14 @@ def advance_monitor(
             raise MonitorViolation(f"monitor {prop.id!r}, key {key!r}: {exc}") from None
         if outcome.status is ACCEPTED:
             current[key] = outcome.snapshot
+            moved = True
         elif outcome.status is not IGNORED:
             raise MonitorViolation(
                 f"monitor {prop.id!r}, key {key!r}: output {emitted.output} not "
                 f"allowed in monitor state {snap.state!r}"
             )
+    if not moved and type(state) is frozenset:
+        return state
     return frozenset(current.items())
 
 

@@ -229,17 +229,7 @@ def test_the_search_works_out_each_successor_fingerprint_as_a_whole_one(
 ) -> None:
     """On every bundled target, on one process and on two: each fingerprint a search worked
     out from the parent's is the successor's own, worked out whole by a fresh fingerprinter."""
-    reached = FingerprintStore.reached
-    whole = Fingerprinter(64)  # its own caches: nothing learned from the search's
-    checked = multiprocessing.get_context("fork").Value("l", 0)  # counted by forked workers too
-
-    def checking(self: FingerprintStore, raw: int, node: Any, nxt: Any, writes: int) -> None:
-        reached(self, raw, node, nxt, writes)
-        assert self._key is nxt and self._key_fp == whole(nxt)
-        with checked.get_lock():
-            checked.value += 1
-
-    monkeypatch.setattr(FingerprintStore, "reached", checking)
+    checked = check_each_successor_fingerprint(monkeypatch)
     report = explore(
         systems()[name](),
         stop_on_violation=False,
@@ -247,7 +237,55 @@ def test_the_search_works_out_each_successor_fingerprint_as_a_whole_one(
         max_states=2_000,
         workers=workers,
     )
-    assert checked.value >= report.transitions // 2  # most successors (renamed ones are whole)
+    assert checked[0].value >= report.transitions // 2  # most (renamed ones are whole)
+
+
+def check_each_successor_fingerprint(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """Make every `FingerprintStore.reached` check the fingerprint it works out against one
+    worked out whole; the counts of checks, and of those whose change a step kept."""
+    reached = FingerprintStore.reached
+    whole = Fingerprinter(64)  # its own caches: nothing learned from the search's
+    counts = [multiprocessing.get_context("fork").Value("l", 0) for _ in range(2)]  # forked too
+
+    def checking(
+        self: FingerprintStore, raw: int, node: Any, nxt: Any, writes: int, step: object = None
+    ) -> None:
+        reached(self, raw, node, nxt, writes, step)
+        assert self._key is nxt and self._key_fp == whole(nxt)
+        for count in counts[: 1 + (step is not None)]:
+            with count.get_lock():
+                count.value += 1
+
+    monkeypatch.setattr(FingerprintStore, "reached", checking)
+    return counts[0], counts[1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(symmetric_pair=True))
+def test_a_step_whose_path_fixes_what_it_replaces_changes_every_fingerprint_alike(
+    spec: SystemSpec,
+) -> None:
+    """A memo leaf whose path read whole every slot and global it writes (`_Leaf.fixed`)
+    replaces equal parts by equal ones wherever it is taken, so the search keeps its change
+    of a fingerprint: on random systems (FIFOs taken from and appended to, writes that read
+    first and that do not, symmetric ids), each fingerprint worked out so is the whole one."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked, kept = check_each_successor_fingerprint(monkeypatch)
+        explore(build_system(spec), stop_on_violation=False, fingerprints=64, max_states=3_000)
+    assert kept.value <= checked.value
+
+
+def test_the_search_keeps_a_fixed_steps_change_of_a_fingerprint_on_chunk_transfer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On chunk_transfer most successors come from steps whose change is kept, and every
+    fingerprint worked out is the whole one."""
+    checked, kept = check_each_successor_fingerprint(monkeypatch)
+    report = explore(
+        systems()["chunk_transfer"](), stop_on_violation=False, fingerprints=64, max_states=3_000
+    )
+    assert checked.value >= report.transitions // 2
+    assert kept.value > checked.value // 2
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,8 +16,23 @@ from strategies import (
     machines_and_sequences,
 )
 
-from statecore import ACCEPTED, IGNORED, REJECTED, Instance, Machine, Outcome, TransitionError, step
+from statecore import (
+    ACCEPTED,
+    IGNORED,
+    REJECTED,
+    Event,
+    Instance,
+    Machine,
+    Outcome,
+    State,
+    Transition,
+    TransitionError,
+    out,
+    step,
+)
 from statecore.memo import memo_of
+from statecore.properties import EMPTY_MONITOR, advance_monitor, monitor
+from statecore.system_parts import Emitted
 
 ALL_POLICIES = ("reject", "ignore", "error")
 
@@ -217,3 +232,22 @@ def test_unhashable_payload_values_work_without_the_memo(
     assert payload_keys == []
     # The same sequence with ordinary values still agrees, now memoised.
     run_instance(Instance(machine), steps, expected)
+
+
+def test_a_monitor_state_no_output_moved_comes_back_as_the_same_object() -> None:
+    """`advance_monitor` gives back the very state it was given when no output moved the
+    monitor (none routed to it, or one it ignores), and a new one when an output did."""
+    machine = Machine(
+        "once",
+        states=[State("idle", initial=True), State("done")],
+        events=[Event("go", policy="ignore")],
+        transitions=[Transition("idle", "go", "done")],
+    )
+    prop = monitor(
+        "once", "goes once", machine, lambda e: ("k", "go", {}) if e.output.name == "go" else None
+    )
+    other, go = Emitted(None, out("other")), Emitted(None, out("go"))
+    assert advance_monitor(prop, EMPTY_MONITOR, (other,)) is EMPTY_MONITOR
+    done = advance_monitor(prop, EMPTY_MONITOR, (go,))
+    assert done is not EMPTY_MONITOR and dict(done)["k"].state == "done"
+    assert advance_monitor(prop, done, (go, other)) is done  # "done" ignores go

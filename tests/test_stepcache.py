@@ -125,3 +125,53 @@ def test_an_action_that_raises_raises_every_time() -> None:
         assert isinstance(raised.value.cause, RuntimeError)
         assert raised.value.label == ActionLabel("boom") and raised.value.state == state
     assert cache(state._replace(values=(1,))) == []
+
+
+def test_a_leaf_is_fixed_where_its_path_read_whole_every_position_it_writes() -> None:
+    """`_Leaf.fixed`: a step that read what it writes replaces the same value wherever its
+    leaf is reached; one that writes without reading, or edits a FIFO it read at the front
+    only, does not (what it replaces depends on the state)."""
+
+    def bump(tx: Tx) -> None:
+        tx.require(tx.get("n") < 2)
+        tx.set("n", tx.get("n") + 1)
+
+    def reset(tx: Tx) -> None:
+        tx.set("n", 0)
+
+    def push(tx: Tx) -> None:
+        tx.require(tx.get("pushed") < 2)
+        tx.set("pushed", tx.get("pushed") + 1)
+        tx.append("q", "x")
+
+    def pop(tx: Tx) -> None:
+        tx.popleft("q")
+
+    def flip(tx: Tx, k: Hashable) -> None:
+        tx.fire(("t", k), "flip")
+
+    system = System(
+        "fixed_leaves",
+        components=[Component("t", TOGGLE, KEYS)],
+        globals=[Global("n", 0), Global("pushed", 0), Global("q", ())],
+        actions=[
+            Action("bump", "a", bump),
+            Action("reset", "a", reset),
+            Action("push", "a", push),
+            Action("pop", "a", pop),
+            Action("flip", "a", flip, {"k": KEYS}),
+        ],
+    )
+    cache = SuccessorCache(system)
+    fixed: dict[str, set[bool]] = {}
+    for state in closure(system, cache):
+        expansion = cache.expand(state, None)
+        for leaf in expansion.leaves:
+            fixed.setdefault(leaf.label.name, set()).add(leaf.fixed)
+    assert fixed == {
+        "bump": {True},
+        "reset": {False},
+        "push": {False},
+        "pop": {False},
+        "flip": {True},
+    }

@@ -311,8 +311,8 @@ class _Explorer:
         walk, judged = (None, None) if hint is None else hint
         queued = [] if deeper_hints is None else deeper_hints
         parents = self.parents
-        # A fingerprint search works a successor's fingerprint out from its parent's, where
-        # the step wrote (its leaf's `writes`); POR's ample set is a subset.
+        # A fingerprint search works a successor's fingerprint out from its parent's where the
+        # step wrote, or keeps its leaf's change (`_Leaf.fixed`); POR's ample set is a subset.
         store = None if self.por is not None else getattr(parents, "incremental", None)
         try:
             if deeper_hints is not None or store is not None:
@@ -348,8 +348,8 @@ class _Explorer:
                 seen_as = nxt
                 nxt = canon(nxt)
             if store is not None and (canon is None or nxt is seen_as):
-                assert expansion is not None
-                store.reached(raw, node, nxt, expansion.leaves[number].writes)
+                leaf = expansion.leaves[number]  # type: ignore[union-attr]  # (expanded above)
+                store.reached(raw, node, nxt, leaf.writes, leaf if leaf.fixed else None)
             entry = (node, step_.action)
             if unbounded:
                 if parents.setdefault(nxt, entry) is not entry:

@@ -97,6 +97,7 @@ class Fingerprinter:
         self._equals = 0  # and how many they hold
         self._width = -1  # the slots of the nodes `moved` met last, and its split masks
         self._written: dict[int, tuple[tuple[int, int, int], ...]] = {}
+        self._changes: dict[object, int] = {}  # per `moved` step: its change of a sum
 
     def __call__(self, node: Hashable) -> int:
         if isinstance(node, tuple) and node and type(node[0]) is SystemState:
@@ -120,11 +121,23 @@ class Fingerprinter:
                     digests[position] = self._digest(position, items[position])
         return sum(digests) & self._mask  # type: ignore[arg-type]  # every None was filled
 
-    def moved(self, raw: int, node: Node, nxt: Node, writes: int) -> int:
+    def moved(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> int:
         """`raw` of `nxt`, given `raw` of `node`: `nxt` is `node` with the slots and globals
-        of the flat positions in the bit mask `writes` replaced, and maybe its monitor states."""
+        of the flat positions in the bit mask `writes` replaced, and maybe its monitor states.
+
+        `step`, if given, stands for every step that replaces equal slots and globals by
+        equal ones (a memo leaf whose path fixes what it replaces): their change of the sum
+        is worked out once, on the first, and kept while `step` is."""
         old_state = node[0]
-        raw += self.swapped(old_state, nxt[0], writes)
+        if step is None:
+            raw += self.swapped(old_state, nxt[0], writes)
+        else:
+            change = self._changes.get(step)
+            if change is None:
+                if len(self._changes) >= _CACHE:
+                    self._changes.clear()
+                change = self._changes[step] = self.swapped(old_state, nxt[0], writes)
+            raw += change
         if len(node) > 1:
             position = len(old_state[0]) + len(old_state[1])
             for old, new in zip(node[1:], nxt[1:]):
@@ -408,11 +421,12 @@ class FingerprintStore:
         self._parent, self._parent_ref = node, index * self.partitions + self.partition
         return raw
 
-    def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
+    def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:
         """`nxt` is `node` (of sum `raw`) where its step wrote the flat positions `writes`:
-        its fingerprint, for the `in` or `setdefault` next, is worked out from those alone."""
+        its fingerprint, for the `in` or `setdefault` next, is worked out from those alone
+        (`step`: as `Fingerprinter.moved`'s)."""
         self._key = nxt
-        self._key_fp = self.fingerprinter.moved(raw, node, nxt, writes) or 1
+        self._key_fp = self.fingerprinter.moved(raw, node, nxt, writes, step) or 1
 
     def action_of(self, label: ActionLabel) -> int:
         try:

@@ -207,10 +207,10 @@ class Partition:
             self._parent_sum = self._routed_sum(node[0][0] + node[0][1])
         return self.store.expanding(node, index)
 
-    def reached(self, raw: int, node: Node, nxt: Node, writes: int) -> None:
+    def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:
         """`FingerprintStore.reached`; and `nxt`'s owner: here if its step (of flat positions
         `writes`) changed no position the route reads, else from the parts it changed."""
-        self.store.reached(raw, node, nxt, writes)
+        self.store.reached(raw, node, nxt, writes, step)
         if self._routed_sum is None:
             return
         hit = writes & self.routed

@@ -160,10 +160,18 @@ class _Leaf:
     `ids` are the ids of what it writes, by position: None until the leaf joins a tree
     (`name_writes`: a leaf run and dropped keeps nothing), and for a FIFO edited in
     place, whose value depends on the state.
+
+    `fixed` says, once the leaf joined a tree, that its path read whole every position
+    it writes (a FIFO it edited in place it read at the front only): every state whose
+    walk ends here then holds equal values where the step writes, so what the step takes
+    out of a state and what it puts in are the same on all of them
+    (`statecore.check.fingerprints.Fingerprinter.moved` keeps a fingerprint's change per
+    such leaf).
     """
 
     __slots__ = (
         "actor",
+        "fixed",
         "ids",
         "internal",
         "label",
@@ -199,14 +207,17 @@ class _Leaf:
         self.ids: tuple[tuple[int, int | None], ...] = tuple(
             (i, None) for i, _ in slot_writes
         ) + tuple((slots + i, None) for i, _ in value_writes)
+        self.fixed = False
 
-    def name_writes(self, value_ids: ValueIds) -> None:
-        """Give `ids` the ids of what the leaf writes: it joined a tree."""
+    def name_writes(self, value_ids: ValueIds, whole: int) -> None:
+        """Give `ids` the ids of what the leaf writes, and work out `fixed`: it joined a
+        tree by a path that read the positions of the bit mask `whole` whole."""
         written = [slot for _, slot in self.slot_writes] + [v for _, v in self.value_writes]
         self.ids = tuple(
             (position, None if type(value) is Edited else value_ids(value))
             for (position, _), value in zip(self.ids, written)
         )
+        self.fixed = not self.writes & ~whole  # (a FIFO edited in place had its front read)
 
     def step(self, state: SystemState) -> SystemStep:
         """The step this outcome makes from `state`."""
@@ -448,7 +459,9 @@ class SuccessorCache:
         self._roots[index], added = grown
         self._room -= added
         if type(leaf) is _Leaf:
-            leaf.name_writes(self.ids)
+            slots = self._slots
+            whole = [_position(i, slots) for i, value in run.reads if type(value) is not Front]
+            leaf.name_writes(self.ids, _mask(whole))
         return True
 
 
