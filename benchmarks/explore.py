@@ -40,7 +40,9 @@ memory before the search; ``store B/st`` is what the fingerprint store's
 arrays hold per state.
 
 ``--instructions`` prints, instead of all this, the bytecode instructions a
-state costs at N=3 K=1 G=2 with full states and with 64-bit fingerprints, counted
+state costs at N=3 K=1 G=2 with full states and with 64-bit fingerprints, and on the
+first `INSTRUCTIONS_CT_STATES` states of chunk_transfer at two ids (the scale goal's
+model) with and without symmetry, counted
 by the interpreter's tracer: unlike seconds, the count does not move with the
 machine's load, so it tells a change of the explorer from noise (it leaves out
 time spent in C: hashing, BLAKE2b). It still moves by a percent or two between
@@ -418,12 +420,15 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
 
 
 INSTRUCTIONS_BOUND = Bound(3, 1, 2)
+INSTRUCTIONS_CT_STATES = 30_000
 
 
-def instructions_per_state(bound: Bound, bits: int) -> tuple[int, float]:
-    """States, and bytecode instructions per state, of one search of `bound` (`bits`: 0 for
-    full states, else fingerprints)."""
-    system = model(bound)
+def instructions_per_state(
+    bound: Bound | System, bits: int, symmetry: bool = True, max_states: int | None = None
+) -> tuple[int, float]:
+    """States, and bytecode instructions per state, of one search of `bound` (the benchmark
+    model's, or a system; `bits`: 0 for full states, else fingerprints)."""
+    system = model(bound) if isinstance(bound, Bound) else bound
     count = 0
 
     def trace(frame: FrameType, event: str, arg: object) -> Any:
@@ -437,7 +442,13 @@ def instructions_per_state(bound: Bound, bits: int) -> tuple[int, float]:
     gc.disable()  # a collection runs weakref callbacks, whenever it comes
     sys.settrace(trace)
     try:
-        report = explore(system, stop_on_violation=False, fingerprints=bits)
+        report = explore(
+            system,
+            stop_on_violation=False,
+            fingerprints=bits,
+            symmetry=symmetry,
+            max_states=max_states,
+        )
     finally:
         sys.settrace(None)
         if collecting:
@@ -459,6 +470,14 @@ def instructions() -> None:
         states, per_state = instructions_per_state(INSTRUCTIONS_BOUND, bits)
         store = "full states" if not bits else f"{bits}-bit fp"
         print(f"{store:<14}{states:>8}{per_state:>11.0f}")
+    print(f"\nchunk_transfer at two ids, its first {INSTRUCTIONS_CT_STATES:,} states")
+    print(f"{'store':<26}{'states':>8}{'per state':>11}")
+    for bits, symmetry in ((64, True), (64, False), (0, False)):
+        system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
+        states, per_state = instructions_per_state(system, bits, symmetry, INSTRUCTIONS_CT_STATES)
+        store = "full states" if not bits else f"{bits}-bit fp"
+        store += ", symmetry" if symmetry else ", no symmetry"
+        print(f"{store:<26}{states:>8}{per_state:>11.0f}")
 
 
 def main() -> None:

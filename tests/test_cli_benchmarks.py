@@ -89,7 +89,8 @@ def test_explore_counts_what_fingerprinting_adds_per_state(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`benchmarks/explore.py --instructions`: both stores search the same states, and the
-    fingerprints cost instructions on top of the full states' search."""
+    fingerprints cost instructions on top of the full states' search; so on the first states
+    of the scale goal's model too."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its sibling module, scale_goal
     bench = load("explore")
     bound = bench.Bound(2, 1, 2)
@@ -97,6 +98,10 @@ def test_explore_counts_what_fingerprinting_adds_per_state(
     fp_states, fingerprinted = bench.instructions_per_state(bound, 64)
     assert full_states == fp_states == bench.explore(bench.model(bound)).states
     assert 0 < full < fingerprinted
+    goal_model = bench.build(bench.ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
+    first = [bench.instructions_per_state(goal_model, bits, False, 300) for bits in (0, 64)]
+    assert [states for states, _ in first] == [300, 300]
+    assert 0 < first[0][1] < first[1][1]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
