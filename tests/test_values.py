@@ -499,3 +499,24 @@ def test_the_renaming_cache_gives_a_value_without_ids_back_as_it_is() -> None:
     registry.add("a", (1, ext0))
     with pytest.raises(NotInterchangeable):
         registry.add("b", (True, ext0))
+
+
+def test_two_equal_values_are_alike_exactly_where_their_strict_forms_are_one() -> None:
+    """`alike` takes shortcuts (shared parts, a set's items paired by equality) where `strict`
+    builds whole forms: on random equal values of every form, ids and sets of records among
+    them, the two say the same."""
+    from equal_forms import equal_forms, twin
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from statecore.forms import alike, strict
+
+    @settings(max_examples=500)
+    @given(equal_forms(), st.data())
+    def check(value: Hashable, data: st.DataObject) -> None:
+        other = twin(value, data.draw)
+        assert other == value
+        assert alike(value, other) == (strict(value) == strict(other))
+        assert alike(other, value) == alike(value, other)
+
+    check()

@@ -138,7 +138,7 @@ class Fingerprinter:
                     self._changes.clear()
                 change = self._changes[step] = self.swapped(old_state, nxt[0], writes)
             raw += change
-        if len(node) > 1:
+        if len(node) > 1 and node[1:] != nxt[1:]:  # (most steps move no monitor: the same objects)
             position = len(old_state[0]) + len(old_state[1])
             for old, new in zip(node[1:], nxt[1:]):
                 if old is not new:
