@@ -54,6 +54,8 @@ def alike(first: Any, second: Any) -> bool:
     if isinstance(first, tuple):  # equal tuples: as long as each other
         return all([alike(a, b) for a, b in zip(first, second)])
     if isinstance(first, frozenset):  # equal sets: each item has its one equal in the other
+        if len(first) != len(second):
+            return False
         others = {item: item for item in second}
         return all([alike(item, others.get(item, _NONE)) for item in first])
     return strict(first) == strict(second)
