@@ -343,34 +343,6 @@ def test_digests_remembered_by_value_are_bounded_at_every_position_together(
     assert seen.part(3, ("queue", 0, 0)) == Fingerprinter(64).part(3, ("queue", 0, 0))
 
 
-@given(
-    st.lists(
-        st.tuples(
-            st.lists(st.integers(0, 5), min_size=9, max_size=9),
-            st.lists(st.integers(0, 8), unique=True),
-        ),
-        max_size=60,
-    )
-)
-@settings(max_examples=100, deadline=None)
-def test_a_routed_sum_is_the_sum_of_its_parts_digests(
-    nodes: list[tuple[list[int], list[int]]],
-) -> None:
-    """`summing` (what a worker routes by) sums what `part` gives at each position, for parts
-    met before or not, equal parts made anew, and remembered digests forgotten on the way;
-    a summer made once keeps agreeing as the fingerprinter's tables fill and clear."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fingerprints, "_CACHE", 16)
-        seen, fresh = Fingerprinter(64), Fingerprinter(64)
-        kept = seen.summing((8, 0, 3))
-        for values, positions in nodes:
-            flat = tuple(("part", v) if v % 2 else frozenset({v}) for v in values)
-            routed = tuple(positions)
-            expected = sum(fresh.part(p, flat[p]) for p in routed)
-            assert seen.summing(routed)(flat) == expected
-            assert kept(flat) == sum(fresh.part(p, flat[p]) for p in (8, 0, 3))
-
-
 # -- the store ---------------------------------------------------------------------------
 
 

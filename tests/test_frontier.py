@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from statecore.models.chunk_transfer import ChunkTransferConfig, build
 from statecore.check import frontier
 from statecore.check.explore import explore
 from statecore.check.frontier import Frontier, Parts
-from statecore.check.parcels import Arrivals, Dispatch, Outgoing
 from statecore.check.predicates import PredicateCache
 from statecore.check.values import strict
 from statecore.system import Action, Slot, System, SystemState
@@ -215,59 +213,6 @@ def test_forgetting_objects_by_identity_forgets_their_ids_too(
         level.append(node([0, 0, (form,), 0, 0]))
         forms.append(type(form))
     assert [type(n[0].values[0][0]) for n in level] == forms
-
-
-@settings(max_examples=200)
-@given(st.lists(equal_forms(), min_size=1, max_size=6), st.sampled_from([64, 128]), st.data())
-def test_successors_for_another_worker_arrive_as_queued_made_of_its_objects(
-    pool: list[Any], bits: int, data: Any
-) -> None:
-    """Parcels from one worker to another, over several levels and batch sizes: the receiver
-    gets each successor as queued (alike in every part, fingerprint, parent, action), built of
-    the objects its own `Parts` holds, but those it has visited; and each part crosses once."""
-    width = SLOTS + GLOBALS + MONITORS
-    sender, receiver = Parts(SLOTS, GLOBALS, MONITORS), Parts(SLOTS, GLOBALS, MONITORS)
-    dispatch, arrivals = Dispatch(sender), Arrivals(receiver)
-    crossed: list[int] = []
-    for _ in range(data.draw(st.integers(1, 3))):  # levels
-        outgoing, queued = Outgoing(sender, bits), []
-        for i in range(data.draw(st.integers(0, 12))):
-            row = []
-            for _ in range(width):
-                value = data.draw(st.sampled_from(pool))
-                row.append(twin(value, data.draw) if data.draw(st.booleans()) else value)
-            item = (node(row), (1 << bits) - 1 - i * 0x9E3779B97F4A7C15 % (1 << 60), i, i % 7)
-            outgoing.append(item)
-            queued.append(item)
-        assert len(outgoing) == len(queued) and list(outgoing) == queued
-        visited = {fp for _, fp, _, _ in queued if data.draw(st.booleans())}
-        queued = [item for item in queued if item[1] not in visited]
-        got = []
-        for parcel in dispatch.parcels(outgoing, data.draw(st.integers(1, 5))):
-            parcel = pickle.loads(pickle.dumps(parcel))  # as the inboxes carry it
-            crossed += [position for position, _, parts in parcel.new for _ in parts]
-            got += arrivals.items(parcel, lambda fp, seen=visited: 0 if fp in seen else -1)
-        assert [strict(n) for n, *_ in got] == [strict(n) for n, *_ in queued]
-        assert [rest for _, *rest in got] == [rest for _, *rest in queued]
-        for each, *_ in got:
-            state = each[0]
-            assert type(state) is SystemState
-            for position, part in enumerate((*state[0], *state[1], *each[1:])):
-                assert any(part is known for known in receiver.tables[position])
-    for position in range(width):
-        assert crossed.count(position) == len(sender.tables[position])
-
-
-def test_parts_cross_once_per_pair_of_workers() -> None:
-    """A second parcel naming only parts already sent carries none of them."""
-    parts = Parts(SLOTS, GLOBALS, MONITORS)
-    dispatch = Dispatch(parts)
-    for _ in range(2):
-        outgoing = Outgoing(parts, 64)
-        outgoing.append((node([(1, 2), "a", 3, 4, 5]), 7, 0, 0))
-        first, *more = dispatch.parcels(outgoing, 10)
-        assert not more
-    assert first.new == () and list(first.codes) == [0] * (SLOTS + GLOBALS + MONITORS)
 
 
 # -- a level past SPILL bytes: in a file of its own ---------------------------------------

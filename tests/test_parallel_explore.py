@@ -23,15 +23,14 @@ from system_strategies import systems as random_systems
 from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures, bundled_names
 from test_model_errors import jobs, running
 
-from statecore.check import frontier, locality, parallel
+from statecore.check import frontier, locality, ownership, parallel, partition
 from statecore.check.explore import _Explorer, explore
-from statecore.check.fingerprints import FingerprintStore
-from statecore.check.partition import Partition
+from statecore.check.ownership import Partition
 from statecore.check.predicates import PredicateCache
 from statecore.check.results import Report
 from statecore.check.stepcache import ActionFault
 from statecore.errors import ActionRaisedError, PropertyRaisedError
-from statecore.properties import always, eventually
+from statecore.properties import always, eventually, sometimes
 from statecore.system import Action, Global, System, SystemState, Tx
 from statecore.traces.replay import replay
 
@@ -207,9 +206,9 @@ def test_any_route_finds_what_one_process_finds(spec: SystemSpec, data: st.DataO
 
 
 def test_a_route_keeps_most_successors_with_their_parents_worker() -> None:
-    """Routed by positions most steps leave alone (the ids' requests), two workers send each
-    other fewer successors than routing by fingerprint, which sends about half of them, and
-    find the same."""
+    """With full states, routed by positions most steps leave alone (the ids' requests), two
+    workers send each other fewer successors than routing by hash, which sends about half of
+    them, and find the same."""
     system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
     sent = multiprocessing.get_context("fork").Value("l", 0)  # counted by the forked workers
     original = Partition.setdefault
@@ -221,16 +220,16 @@ def test_a_route_keeps_most_successors_with_their_parents_worker() -> None:
                 sent.value += 1
         return found
 
-    one = explore(system, stop_on_violation=False, fingerprints=64)
+    one = explore(system, stop_on_violation=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Partition, "setdefault", setdefault)
         patch.setattr(parallel, "route_positions", lambda *args: (0, 1))
-        routed = explore(system, stop_on_violation=False, workers=2, fingerprints=64)
+        routed = explore(system, stop_on_violation=False, workers=2)
         sent_routed, sent.value = sent.value, 0
         patch.setattr(parallel, "route_positions", lambda *args: ())
-        by_fingerprint = explore(system, stop_on_violation=False, workers=2, fingerprints=64)
-    assert summary(routed) == summary(by_fingerprint) == summary(one)
-    assert sent.value > one.transitions / 4  # by fingerprint: about half of them
+        by_hash = explore(system, stop_on_violation=False, workers=2)
+    assert summary(routed) == summary(by_hash) == summary(one)
+    assert sent.value > one.transitions / 4  # by hash: about half of them
     assert sent_routed < sent.value * 0.5
 
 
@@ -245,7 +244,7 @@ def sampled_route(config: ChunkTransferConfig, bits: int) -> tuple[int, ...]:
 def test_the_sample_picks_a_route_of_positions_steps_leave_alone() -> None:
     """On chunk_transfer at two ids, where the sampled levels have many nodes, the coordinator
     routes by positions rather than by fingerprint."""
-    route = sampled_route(ChunkTransferConfig(ids=2, generations=2, saves=0, segments=0), 64)
+    route = sampled_route(ChunkTransferConfig(ids=2, generations=2, saves=0, segments=0), 0)
     assert route
 
 
@@ -254,37 +253,24 @@ def test_a_key_of_a_few_lumps_is_taken_to_load_one_worker(keys: int, lumpy: bool
     """However evenly a sampled level's few keys split, deeper levels shift their weights: a
     key whose values are as lumpy as fewer than 64 even ones per worker counts as unsplit."""
     level = [(SystemState((), (i % keys, i)),) for i in range(2000)]
-    busiest = locality._busiest(level, (0,), 2, None)
+    busiest = locality._busiest(level, (0,), 2)
     assert (busiest == 2.0) == lumpy
     if not lumpy:
         assert busiest < 1.2
-    assert locality._busiest(level, (0, 1), 2, None) < 1.2  # every node its own key
+    assert locality._busiest(level, (0, 1), 2) < 1.2  # every node its own key
 
 
-def test_the_sample_judges_a_route_by_the_workers_owner() -> None:
-    """With fingerprints the workers route by the parts' digests: the sample weighs each
-    candidate key by that owner, not by Python's hash."""
-    seen: list[Any] = []
-
-    def route_positions(*args: Any) -> tuple[int, ...]:
-        seen.append(args[5])
-        return ()
-
+def test_with_fingerprints_the_coordinator_takes_no_sample() -> None:
+    """With fingerprints a node stays with the worker that reached it, wherever its owner is:
+    no route to pick, so no sample."""
+    sampled: list[Any] = []
     config = ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parallel, "route_positions", route_positions)
+        patch.setattr(parallel, "route_positions", lambda *args: sampled.append(args) or ())
+        assert sampled_route(config, 64) == ()
+        assert not sampled
         sampled_route(config, 0)
-        sampled_route(config, 128)
-    full, fingerprints = seen
-    assert full is None
-    store = FingerprintStore(build(config), 128, lambda node: node, lambda *args: None)
-    parts = build(config).init_states()[0][0]
-    for position, part in enumerate(parts):
-        expected = store.fingerprinter.part(position, part)
-        assert fingerprints((position,))(parts) == expected
-    positions = tuple(range(0, len(parts), 2))
-    expected = sum(store.fingerprinter.part(p, parts[p]) for p in positions)
-    assert fingerprints(positions)(parts) == expected
+    assert len(sampled) == 1
 
 
 def test_the_sample_routes_by_fingerprint_where_it_meets_an_error() -> None:
@@ -376,3 +362,121 @@ def test_what_the_sample_met_beyond_a_bound_stays_out_of_the_workers_search() ->
             system, stop_on_violation=False, max_states=2000, fingerprints=bits, workers=2
         )
         assert summary(two) == summary(one) and two.notes == one.notes
+
+
+# -- with fingerprints: a node stays with the worker that reached it ---------------------
+
+
+@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=6))
+def test_moves_share_the_nodes_to_expand_out_evenly(counts: list[int]) -> None:
+    """Each move goes from a worker over its share to one under it; after them every worker
+    has its share (within one node); none is made where no worker is more than the slack
+    over its share."""
+    plan = partition.moves(counts)
+    after = list(counts)
+    total, n = sum(counts), len(counts)
+    for sender, receiver, nodes in plan:
+        assert nodes > 0 and counts[sender] > total / n > counts[receiver]
+        after[sender] -= nodes
+        after[receiver] += nodes
+    assert sum(after) == total
+    if plan:
+        assert max(after) - min(after) <= 1
+    else:
+        assert max(counts) - total // n - 1 <= max(partition._SLACK, total // n // 64)
+
+
+def counting(counts: Any, index: int, method: Any) -> Any:
+    """`method`, counting each call in `counts[index]` (shared with forked workers), or, for
+    index -1, in the slot of the worker calling it."""
+
+    def counted(self: Any, *args: Any) -> Any:
+        with counts.get_lock():
+            counts[self.me if index < 0 else index] += 1
+        return method(self, *args)
+
+    return counted
+
+
+def test_with_fingerprints_each_worker_expands_what_it_reached_and_about_half() -> None:
+    """On chunk_transfer at two ids, with fingerprints: every state is expanded once, by
+    one worker or the other, about half each; few nodes move to even the workers out, and
+    the two find what one process finds."""
+    system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
+    expanded = multiprocessing.get_context("fork").Array("l", 2)
+    moved = multiprocessing.get_context("fork").Array("l", 1)
+    even_out = partition.Share._even_out
+
+    def even_out_counted(self: Any, deeper: Any, hints: Any, live: int) -> int:
+        left = even_out(self, deeper, hints, live)
+        with moved.get_lock():
+            moved[0] += max(0, left - live)  # taken from another worker
+        return left
+
+    one = explore(system, stop_on_violation=False, fingerprints=64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Partition, "hold", counting(expanded, -1, Partition.hold))
+        patch.setattr(partition.Share, "_even_out", even_out_counted)
+        two = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+    assert summary(two) == summary(one)
+    assert expanded[0] + expanded[1] == one.states
+    assert min(expanded) > 0.4 * one.states
+    assert 0 < moved[0] < 0.05 * one.states
+
+
+def counters(cap: int) -> System:
+    """Three counters counted up to `cap` one at a time: many paths to each state, so two
+    workers often reach a new state each, and claim it, in one level."""
+
+    def count(name: str) -> Any:
+        def up(tx: Tx) -> None:
+            tx.require(tx.get(name) < cap)
+            tx.set(name, tx.get(name) + 1)
+
+        return up
+
+    def values(view: Any) -> list[int]:
+        return [view.get(name) for name in "xyz"]
+
+    return System(
+        f"counters_{cap}",
+        components=[],
+        globals=[Global("x", 0), Global("y", 0), Global("z", 0)],
+        actions=[Action(f"up_{name}", name, count(name)) for name in "xyz"],
+        properties=[
+            always("below", "not every counter at the cap", lambda v: min(values(v)) < cap),
+            sometimes("middle", "x and y half way", lambda v: values(v)[:2] == [cap // 2] * 2),
+            eventually("capped", "at rest, x is capped", lambda v: values(v)[0] == cap),
+        ],
+    )
+
+
+def test_what_is_found_on_a_claim_turned_down_is_dropped() -> None:
+    """A worker judges a node it claims at once; where the owner turns the claim down (the
+    node was another claimant's first), what it found there is dropped and the node is never
+    expanded: the finding the node's holder made stands, with its shortest trace. (Every
+    uneven level is evened out here, so both workers hold nodes from the first levels on.)"""
+    dropped = multiprocessing.get_context("fork").Array("l", 1)
+    trade = partition.Share._trade_claims
+
+    def trade_counted(self: Any, deeper: Any, hints: Any) -> int:
+        before = len(self.findings)
+        found = [f for f, _ in self.pending]
+        live = trade(self, deeper, hints)
+        with dropped.get_lock():
+            dropped[0] += before - len(self.findings)
+        assert all((f in self.findings) == (f.ref != ownership.DEAD) for f in found)
+        return live
+
+    for cap in (2, 3, 4):
+        system = counters(cap)
+        one = explore(system, stop_on_violation=False, fingerprints=64)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(partition.Share, "_trade_claims", trade_counted)
+            patch.setattr(partition, "_SLACK", 0)
+            for workers in (2, 3):
+                two = explore(system, stop_on_violation=False, fingerprints=64, workers=workers)
+                assert summary(two) == summary(one)
+                assert_traces_real(system, two)
+        assert [r.verdict for r in one.results] == ["violated", "holds", "violated"]
+    assert dropped[0] > 0

@@ -187,28 +187,6 @@ class Fingerprinter:
             self._equal.append({})
         return self._at(position, part)
 
-    def summing(self, positions: tuple[int, ...]) -> Callable[[Sequence[Hashable]], int]:
-        """A function of a node's flat parts (slots, globals, then monitor states): the sum,
-        unmasked, of the digests of those at `positions` (a worker's route, summed for
-        every node it expands or routes afresh: by identity first, in one pass, as `raw`)."""
-        known = self._known
-        while len(known) <= max(positions, default=-1):
-            known.append({})
-            self._equal.append({})
-        tables = [known[p] for p in positions]  # each cleared in place, never replaced
-        at, get = self._at, dict.get
-
-        def total(flat: Sequence[Hashable]) -> int:
-            parts = [flat[p] for p in positions]
-            digests = list(map(get, tables, map(id, parts)))
-            if None in digests:
-                for i, digest in enumerate(digests):
-                    if digest is None:
-                        digests[i] = at(positions[i], parts[i])
-            return sum(digests)  # type: ignore[arg-type]  # every None was filled
-
-        return total
-
     def _at(self, position: int, part: Hashable) -> int:
         digest = self._known[position].get(id(part))
         return self._digest(position, part) if digest is None else digest
@@ -403,22 +381,29 @@ class FingerprintStore:
         checks the fingerprints worked out step by step).
         """
         if index >= 0:
-            raw = self._fp_at(index)
-            self._expanded += 1
-            if raw == 1 or not self._expanded % _RECHECK:
-                whole = self.fingerprinter.raw(node)
-                if (whole or 1) != raw:
-                    raise RuntimeError(
-                        f"fingerprints: the fingerprint stored as node {index} is not that of "
-                        "the node expanded: the search stored a level out of its order, or "
-                        "worked a successor's fingerprint out wrong; please report it"
-                    )
-                raw = whole
-        else:
-            raw = self.fingerprinter.raw(node)
-            index = self.find(raw or 1)
-            assert index >= 0, "a parent is visited before its successors"
+            return self.expanding_held(
+                node, self._fp_at(index), index * self.partitions + self.partition
+            )
+        raw = self.fingerprinter.raw(node)
+        index = self.find(raw or 1)
+        assert index >= 0, "a parent is visited before its successors"
         self._parent, self._parent_ref = node, index * self.partitions + self.partition
+        return raw
+
+    def expanding_held(self, node: Node, fp: int, ref: int) -> int:
+        """`expanding`, of a node whose fingerprint `fp` and reference `ref` (here or in another
+        worker's store) its holder kept: the sum is `fp`, checked whole now and then."""
+        self._expanded += 1
+        raw = fp
+        if fp == 1 or not self._expanded % _RECHECK:
+            raw = self.fingerprinter.raw(node)
+            if (raw or 1) != fp:
+                raise RuntimeError(
+                    f"fingerprints: the fingerprint kept for node {ref} is not that of the "
+                    "node expanded: the search kept a level out of its order, or worked a "
+                    "successor's fingerprint out wrong; please report it"
+                )
+        self._parent, self._parent_ref = node, ref
         return raw
 
     def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:

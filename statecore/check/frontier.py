@@ -137,11 +137,6 @@ class Parts:
         self._kept.append(part)
         return code
 
-    def shared(self, position: int, part: Hashable) -> Hashable:
-        """The object numbered at `position` for a part equal and alike `part`: `part` itself
-        if none was (it is numbered then)."""
-        return self.tables[position][self._number(position, part)]
-
     def node(self, codes: Iterable[int]) -> Node:
         """The node whose parts have `codes` (`width` numbers)."""
         parts = list(map(list.__getitem__, self.tables, codes))

@@ -1,22 +1,22 @@
-"""Which worker owns a node: by the parts of it that steps rarely change.
+"""Which worker owns a full state: by the parts of it that steps rarely change.
 
-Routing nodes by fingerprint spreads them evenly, but sends a successor to
-another worker with probability ``1 - 1/N``: on two workers, half of all
-successors are pickled, sent, unpickled, and met by their owner without the
-walk hints and fingerprint sums their parent's expansion had
-(`statecore.check.frontier`), so each worker does nearly the work of one
-process. Routing by a few positions of the node (slots, globals) that most
+Where workers keep full states (no fingerprints), a successor another worker
+owns is sent to it whole (`statecore.check.partition`). Routing nodes by hash
+spreads them evenly, but sends a successor to another worker with
+probability ``1 - 1/N``: on two workers, half of all successors are pickled,
+sent, unpickled, and met by their owner without the walk hints their
+parent's expansion had (`statecore.check.frontier`), so each worker does
+nearly the work of one process. Routing by a few positions of the node (slots, globals) that most
 steps leave alone keeps most successors with the worker that reached them,
 as Lerda and Sisto's distributed Spin routes by one process's local state.
 
 The positions are picked from a breadth-first sample of the search's first
 states, run by the coordinator: how often a step (after symmetry's renaming)
 changes each position, and how evenly each candidate key spreads the deepest
-sampled levels over the workers, by the owner the workers will use (with
-fingerprints, the sum of the parts' digests), a key of a few lumps counting as
+sampled levels over the workers, a key of a few lumps counting as
 unsplit (`_busiest`). `route_positions` keeps the cheapest key by
 a cost estimate (the busiest worker's share times the cost of the successors
-that cross), or none, where routing by fingerprint is estimated cheaper. The
+that cross), or none, where routing by hash is estimated cheaper. The
 owner is a function of the node alone, so which key is picked changes where
 nodes are held, never which nodes are reached: the counts and verdicts are
 one process's whatever the sample saw.
@@ -34,8 +34,6 @@ from ..system import SystemState, SystemStep
 __all__ = ["SAMPLE", "owner_by", "route_positions"]
 
 Node = tuple[Any, ...]
-# A fingerprinter's `summing`: of routed positions, the sum of a flat node's digests there.
-Summing = Callable[[tuple[int, ...]], Callable[[Sequence[Hashable]], int]]
 
 SAMPLE = 20_000
 """The states the coordinator expands, breadth first, before it picks a key: at most `_BEAM`
@@ -47,22 +45,13 @@ _LEVEL = 256  # the smallest sampled level whose spread over the workers is take
 _CROSSING = 1.2  # what a successor sent to another worker costs, over one kept (measured)
 
 
-def owner_by(
-    positions: tuple[int, ...],
-    slots: int,
-    workers: int,
-    summing: Summing | None = None,
-) -> Callable[[Node], int]:
+def owner_by(positions: tuple[int, ...], slots: int, workers: int) -> Callable[[Node], int]:
     """The owner of a node: its parts at `positions` (flat: the `slots` slots, then the
-    globals), hashed; with `summing` (a fingerprinter's `summing`), the sum of their
-    fingerprint digests, so that nodes one fingerprint stands for have one owner.
+    globals), hashed.
 
     `hash` is the same in every process forked from one; equal nodes have
     equal parts, so one owner.
     """
-    if summing is not None:
-        total = summing(positions)
-        return lambda node: total(node[0][0] + node[0][1]) % workers
     in_slots = _getter([p for p in positions if p < slots])
     in_globals = _getter([p - slots for p in positions if p >= slots])
 
@@ -88,13 +77,8 @@ def route_positions(
     canon: Callable[[Node], Node],
     workers: int,
     sample: int = SAMPLE,
-    summing: Summing | None = None,
 ) -> tuple[int, ...]:
-    """The positions to route by on `workers` workers (empty: by fingerprint).
-
-    `summing` is the workers' `owner_by` summing (with fingerprints): a key's spread over
-    the workers is judged by the owner they will use, for with a few parts in most nodes the
-    way those parts fall to the workers is the spread.
+    """The positions to route by on `workers` workers (empty: by hash).
 
     Expands up to `sample` states breadth first from `initial`, at most
     `_BEAM` of each level, evenly spread over it (monitor states are carried
@@ -143,7 +127,7 @@ def route_positions(
         key.append(position)
         bits |= 1 << position
         crossing = sum(n for mask, n in masks.items() if mask & bits) / steps
-        spread = max(_busiest(level, tuple(key), workers, summing) for level in guide)
+        spread = max(_busiest(level, tuple(key), workers) for level in guide)
         cost = spread * (1 + _CROSSING * crossing * (1 - 1 / workers))
         if cost < best[0]:
             best = (cost, tuple(key))
@@ -154,7 +138,6 @@ def _busiest(
     level: list[Node],
     key: tuple[int, ...],
     workers: int,
-    summing: Summing | None,
 ) -> float:
     """The busiest worker's share of `level` routed by `key`, over an even share (1: even);
     as if all of the level went to one worker where its keys are lumpier than `_KEYS` keys of
@@ -168,6 +151,6 @@ def _busiest(
     even = len(level) ** 2 / sum(n * n for n in lumps.values())  # keys of even weight alike
     if even < min(_KEYS * workers, len(level) / _SPARSE):
         return float(workers)
-    owner = owner_by(key, len(level[0][0][0]), workers, summing)
+    owner = owner_by(key, len(level[0][0][0]), workers)
     loads: Counter[Hashable] = Counter(owner(node) for node in level)
     return max(loads.values()) * workers / len(level)

@@ -1,14 +1,22 @@
 """Exploration on every core: the frontier partitioned across processes.
 
-Each of N worker processes owns the nodes routed to it (by the positions
-`statecore.check.locality` picks from a sample the coordinator explores
-first, else by fingerprint): it keeps their visited set, expands them, and
-sends every successor it does not own to the owner, which deduplicates it
-and judges it (`statecore.check.partition`, one worker's share). The search is
-level-synchronous: every worker expands depth d, exchanges successors, and
-reports to the coordinating process before any worker starts depth d + 1.
-So every node is reached by a shortest path and the counts, verdicts and
-counterexample lengths are those of one process.
+Each of N worker processes keeps the visited set of the nodes it owns, and
+expands a share of each depth level (`statecore.check.partition`, one
+worker's share):
+
+* with fingerprints, a node is owned by its fingerprint but expanded by the
+  worker that reached it: a successor another worker owns is *claimed* from
+  its owner (its fingerprint, parent and action) and stays where it was
+  reached, with what its parent's expansion learned; at each level's end the
+  workers send a few nodes to even out the next level's shares;
+* with full states, a node is owned by the positions `statecore.check.locality`
+  picks from a sample the coordinator explores first (else by hash), and a
+  successor another worker owns is sent to it whole, to judge and expand.
+
+The search is level-synchronous: every worker expands depth d, exchanges
+claims or successors, and reports to the coordinating process before any
+worker starts depth d + 1. So every node is reached by a shortest path and
+the counts, verdicts and counterexample lengths are those of one process.
 
 Each worker runs the one-process explorer's own code on its nodes (its
 successors, quiescence, monitors and symmetry checks); only where a finding
@@ -50,9 +58,10 @@ from ..properties import EMPTY_MONITOR, Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
 from ..traces.trace import Trace
-from .fingerprints import ROOT, Fingerprinter, FingerprintStore, collision_note, replay_chain
+from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .locality import SAMPLE, route_positions
-from .partition import Finding, LevelReport, Plan, Share, partition_of, process_hash
+from .ownership import partition_of, process_hash
+from .partition import Finding, LevelReport, Plan, Share
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
 from .transfer import loads
@@ -176,7 +185,7 @@ class ParallelSearch:
         bounded search or one that stops at a violation, and the values it met there would be
         theirs (a value equal to one of them but not alike would turn the memos off).
         """
-        if self.stable_routes:
+        if self.stable_routes or self.fingerprints:  # (fingerprints: a node stays where reached)
             return ()
         plan = self.plan
         sample = SAMPLE if self.max_states is None else min(SAMPLE, self.max_states)
@@ -186,10 +195,8 @@ class ParallelSearch:
             )
             monitors = tuple(EMPTY_MONITOR for _ in sampler.monitors)
             initial = [sampler._canon((state, *monitors)) for state in self.system.init_states()]
-            # With fingerprints the workers route by the parts' digests (`Partition`).
-            summing = Fingerprinter(self.fingerprints).summing if self.fingerprints else None
             return route_positions(
-                initial, sampler.successors, sampler._canon, self.workers, sample, summing
+                initial, sampler.successors, sampler._canon, self.workers, sample
             )
         except Exception:
             return ()

@@ -1,29 +1,35 @@
-"""One worker's share of a partitioned search, whatever carries nodes between workers.
+"""One worker's share of a partitioned search, whatever carries messages between workers.
 
-A worker owns the nodes routed to it (`Plan.route`; by default, by
-fingerprint: `partition_of`): it keeps
-their visited set (`Partition`), expands them one depth level at a time, and
-sends every successor it does not own to its owner, which deduplicates it
-and judges it (`Share`). The worker runs the one-process explorer's own code
-on its nodes; only where a finding is reported does it differ, noting the
-node's reference instead of building a trace (the coordinator rebuilds it).
+A worker owns the nodes of its partition of the visited set (`Partition`):
+with fingerprints, those whose fingerprint falls to it (`ownership.partition_of`);
+with full states, those `Plan.route` sends it (by default, by hash). It
+expands its share of each depth level with the one-process explorer's own
+code; only where a finding is reported does it differ, noting the node's
+reference instead of building a trace (the coordinator rebuilds it).
 
-What carries the successors is the caller's: `Share` puts messages in the
-other workers' inboxes and reads its own (queues between forked processes in
+With full states, a successor another worker owns is sent to it whole,
+and the owner adds it if new, judges it and expands it. With fingerprints
+the successor stays: it is claimed from its owner, judged and queued at
+once, and expanded by the worker that reached it, unless the owner turns the
+claim down (`Partition`); the nodes to expand are then evened out (`moves`).
+
+What carries the messages is the caller's: `Share` puts them in the other
+workers' inboxes and reads its own (queues between forked processes in
 `statecore.check.parallel`, actor calls on a Ray cluster in
-`statecore.check.ray_search`). A message is ``(sender, index, batch)``, or
-``(sender, count, None)`` once a sender has sent its `count` batches of a
-level; batches are read in sender and index order, so the order in which
-they arrive does not matter.
+`statecore.check.ray_search`). Full states travel as ``(sender, index,
+batch)``, then ``(sender, count, None)`` once a sender has sent its `count`
+batches of a level, read in sender and index order. Claims travel as
+``(sender, kind, bytes)``, one message of each kind (claims, answers, counts,
+nodes) per pair of workers and level, in that order; one of a later kind
+from a worker ahead waits until its turn.
 """
 
 from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Protocol
 
 from ..properties import Property
@@ -32,40 +38,18 @@ from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
-from .locality import owner_by
-from .parcels import Arrivals, Dispatch, Item, Outgoing, Parcel
+from .ownership import DEAD, PENDING, Item, Partition, process_hash
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
 
-__all__ = [
-    "Finding",
-    "LevelReport",
-    "OrbitMinimum",
-    "Partition",
-    "Plan",
-    "Share",
-    "partition_of",
-    "process_hash",
-]
+__all__ = ["Finding", "LevelReport", "OrbitMinimum", "Plan", "Share", "moves"]
 
 Node = tuple[Any, ...]
+_CLAIMS, _ANSWERS, _COUNTS, _NODES = range(4)  # the messages of a level's exchange, in order
+_SLACK = 32  # nodes a worker may have to expand over an even share, left uneven
 _BATCH = 20_000  # successors sent to another worker in one message at most
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
-
-
-def partition_of(fp: int, partitions: int) -> int:
-    """The worker that owns fingerprint `fp` (bits the visited table does not index by)."""
-    return (fp >> 40) % partitions
-
-
-def process_hash(node: Hashable) -> int:
-    """Where full states are kept, a node's route: its hash, the same in every forked worker.
-
-    The nodes themselves decide membership, so a hash collision costs
-    nothing; and it is cheaper than a fingerprint.
-    """
-    return hash(node) & ROOT or 1
 
 
 @dataclass(frozen=True)
@@ -74,9 +58,9 @@ class Plan:
 
     `stable_routes`, where the workers are not forked from one process: route
     full states by their fingerprint, and pick each orbit's representative
-    by `OrbitMinimum`, both the same in every process. `route`, the positions
-    a node's owner is worked out from (`statecore.check.locality`; empty: its
-    fingerprint).
+    by `OrbitMinimum`, both the same in every process. `route`, with full states, the
+    positions a node's owner is worked out from (`statecore.check.locality`; empty: its
+    hash, or fingerprint).
     """
 
     explorer_class: type
@@ -125,182 +109,27 @@ class Inbox(Protocol):
 # -- one worker's share of the visited set ---------------------------------------------
 
 
-class Partition:
-    """A worker's visited set, answering the explorer's ``parents`` questions.
-
-    A successor this worker owns is added at once; one it does not is queued
-    for its owner (once per level) and reported as already seen, so the
-    explorer neither queues nor judges it. `exact` keeps the nodes too (a
-    dict beside the fingerprints), for results that do not depend on hashes.
-    """
-
-    def __init__(
-        self,
-        store: FingerprintStore,
-        exact: bool,
-        parts: Parts | None = None,
-        route: tuple[int, ...] = (),
-    ) -> None:
-        self.store = store
-        self.me = store.partition
-        self.workers = store.partitions
-        slots = len(store.system.slot_keys())
-        # With fingerprints, routed as they are kept: by the parts' digests.
-        summing = None if exact else store.fingerprinter.summing
-        route = tuple(dict.fromkeys(route))  # each position once, as the mask has it
-        self.route = owner_by(route, slots, self.workers, summing) if route else None
-        self.routed = sum(1 << p for p in route)  # the flat positions routed by, as a mask
-        self._routed_sum = None if summing is None or not route else summing(route)
-        # The successor `reached` met last, if its step left every routed position alone: it
-        # has its parent's owner, this worker (a worker expands only nodes it holds).
-        self._stays: object = None
-        # Else its owner, worked out from its parent's sum of the routed parts' digests (the
-        # route's own sum) and the parts its step changed, as a fingerprint is (`moved`).
-        self._moved: object = None
-        self._moved_owner = 0
-        self._parent_sum = 0
-        self.nodes: dict[Node, int] | None = {} if exact else None
-        # With fingerprints the outbox is packed (`Outgoing`), numbered apart from the levels
-        # (so only parts of successors sent are numbered there), and successors travel as
-        # parcels of those numbers (`statecore.check.parcels`), built here of the levels' parts.
-        self.parts = None if parts is None else Parts(*parts.shape)
-        self.outbox: list[list[Item] | Outgoing] = self.new_outbox()
-        self.dispatch = [Dispatch(self.parts) for _ in range(self.workers)] if self.parts else []
-        self.arrivals = [Arrivals(parts) for _ in range(self.workers)] if parts else []
-        self.sent: set[Hashable] = set()
-        self.quota: int | None = None  # new nodes this level may still add
-        self.turned_away = False
-        self.boundary = 0  # the index of this level's first new node
-        self._parent: object = None
-        self._parent_ref = ROOT
-
-    def new_outbox(self) -> list[list[Item] | Outgoing]:
-        """An empty outbox per worker (this one's stays empty)."""
-        parts, bits = self.parts, self.store.bits
-        return [[] if parts is None else Outgoing(parts, bits) for _ in range(self.workers)]
-
-    def __len__(self) -> int:
-        return len(self.store)
-
-    def batches(self, owner: int, size: int) -> Iterator[list[Item] | Parcel]:
-        """This level's successors for worker `owner`, `size` at most a batch."""
-        items = self.outbox[owner]
-        if isinstance(items, Outgoing):
-            yield from self.dispatch[owner].parcels(items, size)
-            return
-        queued = iter(items)
-        while batch := list(islice(queued, size)):
-            yield batch
-
-    @property
-    def incremental(self) -> Partition | None:
-        """With fingerprints, what the search primes with each successor's fingerprint
-        (`reached`): this worker expands only nodes it holds in its store."""
-        return None if self.nodes is not None else self
-
-    def expanding(self, node: Node, index: int = -1) -> int:
-        """`FingerprintStore.expanding` (`index`: `node`'s, where known): `node`'s successors
-        are next (its routed parts' digests are summed once for them all). A worker stores
-        a level as it queues it too: its own successors as it expands, then those that
-        arrived."""
-        if self._routed_sum is not None:
-            self._parent_sum = self._routed_sum(node[0][0] + node[0][1])
-        return self.store.expanding(node, index)
-
-    def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:
-        """`FingerprintStore.reached`; and `nxt`'s owner: here if its step (of flat positions
-        `writes`) changed no position the route reads, else from the parts it changed."""
-        self.store.reached(raw, node, nxt, writes, step)
-        if self._routed_sum is None:
-            return
-        hit = writes & self.routed
-        if not hit:
-            self._stays = nxt
-            return
-        self._stays = None
-        total = self._parent_sum + self.store.fingerprinter.swapped(node[0], nxt[0], hit)
-        self._moved, self._moved_owner = nxt, total % self.workers
-
-    def owner(self, node: Node, fp: int) -> int:
-        """The worker that holds `node`, of fingerprint `fp`."""
-        if node is self._stays:
-            return self.me
-        if node is self._moved:
-            return self._moved_owner
-        return partition_of(fp, self.workers) if self.route is None else self.route(node)
-
-    def arrived(self, batches: list[tuple[int, list[Item] | Parcel]]) -> Iterator[Item]:
-        """The successors of the batches other workers sent, in order; of a parcel, those not
-        visited here when their turn comes (a node is built for those alone)."""
-        for sender, batch in batches:
-            if isinstance(batch, Parcel):
-                yield from self.arrivals[sender].items(batch, self.store.find)
-            else:
-                yield from batch
-
-    def __contains__(self, node: Node) -> bool:
-        fp = self.store.fp_of(node)
-        if self.owner(node, fp) != self.me:
-            return True  # another worker's: not this one's to add
-        return self.index(node, fp) >= 0
-
-    def __setitem__(self, node: Node, entry: tuple[Node, ActionLabel] | None) -> None:
-        self.setdefault(node, entry)
-
-    def setdefault(
-        self, node: Node, entry: tuple[Node, ActionLabel] | None
-    ) -> tuple[Node, ActionLabel] | None:
-        """Add `node` if this worker owns it and it is new, else queue it once a level for its
-        owner; `entry` if added here (its parent and action are looked up only then)."""
-        fp = self.store.fp_of(node)
-        owner = self.owner(node, fp)
-        if owner != self.me:
-            sent = fp if self.nodes is None else node  # full states: two may share a hash
-            if sent not in self.sent:
-                self.sent.add(sent)
-                self.outbox[owner].append((node, fp, *self._entry(entry)))
-            return None
-        if self.index(node, fp) >= 0:
-            return None
-        return entry if self._admit(node, fp, *self._entry(entry)) else None
-
-    def _entry(self, entry: tuple[Node, ActionLabel] | None) -> tuple[int, int]:
-        """The parent reference and action number of `entry` (the root's: none)."""
-        if entry is None:
-            return ROOT, 0
-        return self.ref_of(entry[0]), self.store.action_of(entry[1])
-
-    def index(self, node: Node, fp: int) -> int:
-        if self.nodes is not None:
-            return self.nodes.get(node, -1)
-        return self.store.find(fp)
-
-    def insert(self, node: Node, fp: int, parent: int, action: int) -> bool:
-        """Add `node` if new and the quota allows; whether it was added."""
-        return self.index(node, fp) < 0 and self._admit(node, fp, parent, action)
-
-    def _admit(self, node: Node, fp: int, parent: int, action: int) -> bool:
-        """Add new `node` if the quota allows; whether it was added."""
-        if self.quota is not None:
-            if self.quota <= 0:
-                self.turned_away = True
-                return False
-            self.quota -= 1
-        index = self.store.add(fp, parent, action)
-        if self.nodes is not None:
-            self.nodes[node] = index
-        return True
-
-    def ref_of(self, node: object) -> int:
-        """The reference of this worker's visited `node`: index * workers + worker."""
-        if self.nodes is None:  # (the store remembers the parent `expanding` met)
-            return self.store.ref_of(node)
-        if node is not self._parent:
-            index = self.index(node, self.store.fingerprint(node))  # type: ignore[arg-type]
-            assert index >= 0, "a parent is visited before its successors"
-            self._parent_ref = index * self.workers + self.me
-            self._parent = node
-        return self._parent_ref
+def moves(counts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """``(sender, receiver, nodes)``: the moves that share `counts` (nodes to expand, per
+    worker) out evenly, in order; none where no worker has more than `_SLACK` nodes (or a
+    64th of an even share) over its share."""
+    total, n = sum(counts), len(counts)
+    share = [total // n + (w < total % n) for w in range(n)]
+    if max(c - s for c, s in zip(counts, share)) <= max(_SLACK, total // n // 64):
+        return []
+    give = [[w, c - s] for w, (c, s) in enumerate(zip(counts, share)) if c > s]
+    take = [[w, s - c] for w, (c, s) in enumerate(zip(counts, share)) if c < s]
+    plan: list[tuple[int, int, int]] = []
+    while give and take:
+        count = min(give[0][1], take[0][1])
+        plan.append((give[0][0], take[0][0], count))
+        give[0][1] -= count
+        take[0][1] -= count
+        if not give[0][1]:
+            give.pop(0)
+        if not take[0][1]:
+            take.pop(0)
+    return plan
 
 
 @dataclass
@@ -361,10 +190,10 @@ class Share:
         )
         if not plan.fingerprints and not plan.stable_routes:
             store.fingerprint = process_hash
-        # No states kept (fingerprints): the levels and the outbox are packed.
+        # No states kept (fingerprints): the levels are packed.
         packed = plan.fingerprints and self.explorer.por is None
         parts = Parts.of(plan.system, len(self.explorer.monitors)) if packed else None
-        self.part = Partition(store, not plan.fingerprints, parts, plan.route)
+        self.part = Partition(store, not plan.fingerprints, plan.route)
         self.explorer.parts = parts
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
@@ -374,6 +203,10 @@ class Share:
         # by another worker has none.
         self.hints: list[NodeHint | None] | None = None
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
+        self.current: Node | None = None  # the node being expanded
+        self.arrival: Node | None = None  # the node sent by another worker being judged
+        self.pending: list[tuple[Finding, int]] = []  # findings on claimed nodes, and where
+        self.mail: dict[tuple[int, int], bytes] = {}  # messages of an exchange, come early
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
 
     def _note(
@@ -381,12 +214,13 @@ class Share:
     ) -> Trace:
         """The explorer's `_trace` on a worker: note the finding, return an empty trace."""
         ref = self.part.ref_of(node)
-        depth = self.base + (1 if ref // self.part.workers >= self.part.boundary else 0)
+        depth = self.base + (node is not self.current)  # the node expanded, or a new one
         pid = "" if prop is None else prop.id
         if prop is not None:
-            self.findings.append(
-                Finding(pid, verdict, detail, ref, last, depth + (last is not None))
-            )
+            finding = Finding(pid, verdict, detail, ref, last, depth + (last is not None))
+            self.findings.append(finding)
+            if ref == PENDING:
+                self.pending.append((finding, len(self.part.queued_fps) - 1))
         return Trace(self.system.name, (), pid, verdict, detail)
 
     def entry(self, ref: int) -> tuple[int, int, int]:
@@ -400,64 +234,48 @@ class Share:
         for pid, verdict in settled.items():
             if pid not in explorer.results:
                 explorer._settle(PropertyResult(props[pid], verdict, None, ""))
-        first = part.boundary  # where the frontier is stored from: as the last level began
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
         walks = explorer.hinted  # (a received node has none; a packed one keeps none)
-        hints = self.hints
         kept: list[NodeHint | None] | None = [] if walks else None  # the hints of `deeper`
-        deeper_hints = kept
-        current: Node | None = None
+        live = -1  # the nodes of `deeper` to expand (-1: all of them)
         stage = "init"
         try:
             if command == "init":
                 deeper = explorer._initial_nodes()
-                deeper_hints = kept = [None] * len(deeper) if walks else None
+                kept = [None] * len(deeper) if walks else None
             else:
                 self.base += 1
                 stage = "expand"
                 try:
-                    for index, current in enumerate(self.frontier):
-                        explorer.at = first + index  # the frontier is stored as it was queued
-                        deeper_hints = expand_hinted(
-                            explorer._expand, current, index, deeper, hints, deeper_hints
-                        )
-                        if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
-                            report.out_of_memory = True
-                            break
+                    deeper_hints = self._expand(deeper, kept, report)
                 except Exception:
-                    with contextlib.suppress(Exception):
-                        self._exchange()  # the other workers wait for this one's successors
+                    with contextlib.suppress(Exception):  # the other workers wait for this one
+                        if part.nodes is None:
+                            self._trade_claims(deeper, None)
+                        else:
+                            self._exchange()
                     raise
-                finally:
-                    explorer.at = -1
+                self.current = None
                 stage = "exchange"
-                received = self._exchange()
-                stage = "state"
-                for current in part.arrived(received):
-                    if part.insert(*current):
-                        deeper.append(current[0])
-                        if deeper_hints is not None:
-                            deeper_hints.append(None)
-                        if explorer.state_props:
-                            explorer._check_state(current[0])
-                current = None
-                for pid, (_, node, action, detail) in explorer.refusals.items():
-                    ref, length = part.ref_of(node), self.base + 1
-                    self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length))
-                explorer.refusals.clear()
+                if part.nodes is None:
+                    live = self._trade_claims(deeper, deeper_hints)
+                else:
+                    stage = "state"
+                    self._take(self._exchange(), deeper, deeper_hints)
         except Asymmetry as exc:
             report.error = ("asymmetry", exc.reason, 0)
         except NotInterchangeable as exc:
             report.error = ("values", exc.reason, 0)
         except Exception:
-            node = current[0] if isinstance(current, tuple) and stage == "state" else current
+            node = self.arrival if stage == "state" else self.current
             ref = ROOT if node is None else part.ref_of(node)
             report.error = (stage, traceback.format_exc(), ref)
         self.frontier = deeper
         self.hints = kept  # those of its first nodes (its unpacked ones), in order
-        report.states, report.new = len(part), len(deeper)
+        part.next_level()
+        report.states, report.new = len(part), len(deeper) if live < 0 else live
         report.transitions = explorer.transitions
         report.findings, self.findings = self.findings, []
         report.when_seen = set(explorer.when_seen)
@@ -467,7 +285,130 @@ class Share:
         report.values = self.dumps(explorer.values.fresh())  # another worker's may equal them
         return report
 
-    def _exchange(self) -> list[tuple[int, list[Item] | Parcel]]:
+    def _expand(
+        self, deeper: Level, kept: list[NodeHint | None] | None, report: LevelReport
+    ) -> list[NodeHint | None] | None:
+        """Expand the frontier's live nodes into `deeper` (their hints in `kept`); each monitor
+        refusal met is noted with the reference of the node it was met at. The list of
+        `deeper`'s hints to go on filling (`expand_hinted`)."""
+        part, explorer, hints = self.part, self.explorer, self.hints
+        deeper_hints = kept
+        claimed = part.nodes is None
+        refusals = explorer.refusals
+        noted = 0
+        for index, current in enumerate(self.frontier):
+            if claimed:
+                if part.frontier_refs[index] == DEAD:
+                    continue
+                part.hold(current, index)
+            self.current, explorer.at = current, index
+            deeper_hints = expand_hinted(
+                explorer._expand, current, index, deeper, hints, deeper_hints
+            )
+            if len(refusals) > noted:  # pid -> (prop, node, action, detail), the first met
+                for pid, (_, _, action, detail) in list(refusals.items())[noted:]:
+                    ref, length = part.ref_of(current), self.base + 1
+                    self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length))
+                noted = len(refusals)
+            if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
+                report.out_of_memory = True
+                break
+        refusals.clear()
+        explorer.at = -1
+        return deeper_hints
+
+    def _take(
+        self,
+        received: list[tuple[int, list[Item]]],
+        deeper: Level,
+        deeper_hints: list[NodeHint | None] | None,
+    ) -> None:
+        """With full states: add the successors other workers sent that are new here, judge
+        them and queue them (without hints)."""
+        part, explorer = self.part, self.explorer
+        for item in part.arrived(received):
+            if part.insert(*item):
+                self.arrival = item[0]
+                deeper.append(item[0])
+                if deeper_hints is not None:
+                    deeper_hints.append(None)
+                if explorer.state_props:
+                    explorer._check_state(item[0])
+
+    def _trade_claims(self, deeper: Level, deeper_hints: list[NodeHint | None] | None) -> int:
+        """Send this level's claims to their owners, answer theirs, and take the answers: drop
+        what was found on a node turned down, give the others their references. Then even
+        out the nodes each worker has to expand (`moves`). The nodes of `deeper` to expand."""
+        part = self.part
+        others = [w for w in range(part.workers) if w != self.me]
+        for owner in others:
+            self.inboxes[owner].put((self.me, _CLAIMS, part.claims_for(owner)))
+        claims = self._gather(_CLAIMS)
+        for sender in others:  # (the first claim on a node, in worker order, is the one added)
+            self.inboxes[sender].put((self.me, _ANSWERS, part.answer(claims[sender])))
+        answers = self._gather(_ANSWERS)
+        live = len(deeper) - sum(part.answered(owner, answers[owner]) for owner in others)
+        dropped: list[Finding] = []
+        for finding, place in self.pending:
+            finding.ref = part.queued_refs[place]
+            if finding.ref == DEAD:
+                dropped.append(finding)
+        self.pending = []
+        if dropped:
+            self.findings = [f for f in self.findings if all(f is not d for d in dropped)]
+        return self._even_out(deeper, deeper_hints, live)
+
+    def _even_out(
+        self, deeper: Level, deeper_hints: list[NodeHint | None] | None, live: int
+    ) -> int:
+        """Send nodes of `deeper` to the workers with fewer to expand, or take theirs, as
+        `moves` says (the last live ones go, with their fingerprints and references, but not
+        their hints); the nodes of `deeper` to expand then."""
+        part = self.part
+        for other in range(part.workers):
+            if other != self.me:
+                self.inboxes[other].put((self.me, _COUNTS, live.to_bytes(8, "little")))
+        counts = {w: int.from_bytes(c, "little") for w, c in self._gather(_COUNTS).items()}
+        counts[self.me] = live
+        plan = moves([counts[w] for w in range(part.workers)])
+        if not plan:
+            return live
+        refs, place = part.queued_refs, len(deeper)
+        for sender, receiver, count in plan:
+            if sender == self.me:
+                items: list[Item] = []
+                while len(items) < count:
+                    place -= 1
+                    if refs[place] != DEAD:
+                        items.append((deeper[place], part.queued_fps[place], refs[place], 0))
+                        refs[place] = DEAD
+                self.inboxes[receiver].put((self.me, _NODES, self.dumps(items)))
+                live -= count
+        for sender, receiver, _ in plan:  # (one message from each sender, in plan order)
+            if receiver == self.me:
+                for node, fp, ref, _ in self.loads(self._gather(_NODES, sender)[sender]):
+                    deeper.append(node)
+                    if deeper_hints is not None:
+                        deeper_hints.append(None)
+                    part.queued_fps.append(fp)
+                    part.queued_refs.append(ref)
+                    live += 1
+        return live
+
+    def _gather(self, kind: int, sender: int | None = None) -> dict[int, bytes]:
+        """The messages of `kind` from every other worker, or from `sender` alone (one of
+        another kind, from a worker ahead, waits in `mail`)."""
+        mail = self.mail
+        want = {w for w in range(self.part.workers) if w != self.me}
+        if sender is not None:
+            want = {sender}
+        while not all((w, kind) in mail for w in want):
+            got, k, payload = self.inboxes[self.me].get()
+            assert payload is not None
+            mail[got, k] = payload
+        return {w: mail.pop((w, kind)) for w in want}
+
+    def _exchange(self) -> list[tuple[int, list[Item]]]:
         """Send every queued successor to its owner; the batches sent here, each with its
         sender, in worker order."""
         part = self.part

@@ -1,0 +1,270 @@
+"""Which worker owns a node, and what it keeps of the nodes it owns and of those it claims.
+
+`Partition` is one worker's visited set, answering the explorer's
+``parents`` questions as one process's store does, and knowing which
+successors are another worker's (`partition_of`, `process_hash`, or a route
+of `statecore.check.locality`). `statecore.check.partition` runs a worker's
+share of the search on it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Hashable, Iterator
+from itertools import islice
+from typing import Any
+
+from ..system import ActionLabel
+from .fingerprints import ROOT, FingerprintStore
+from .locality import owner_by
+
+__all__ = ["DEAD", "PENDING", "Item", "Partition", "partition_of", "process_hash"]
+
+Node = tuple[Any, ...]
+Item = tuple[Node, int, int, int]  # a successor sent to its owner: node, fp, parent, action
+PENDING = -2  # the reference of a claimed node whose owner has not answered yet
+DEAD = -1  # of a claimed node its owner turned down: left in its level, never expanded
+
+
+def partition_of(fp: int, partitions: int) -> int:
+    """The worker that owns fingerprint `fp` (bits the visited table does not index by)."""
+    return (fp >> 40) % partitions
+
+
+def process_hash(node: Hashable) -> int:
+    """Where full states are kept, a node's route: its hash, the same in every forked worker.
+
+    The nodes themselves decide membership, so a hash collision costs
+    nothing; and it is cheaper than a fingerprint.
+    """
+    return hash(node) & ROOT or 1
+
+
+class Partition:
+    """A worker's visited set, answering the explorer's ``parents`` questions.
+
+    The worker that owns a node (`owner`) keeps it in its visited set. With
+    full states (`exact`: the nodes too, in a dict beside the fingerprints, for
+    results that do not depend on hashes), a successor another worker owns is
+    queued for it (once per level) and reported as already seen: the owner
+    adds it if new, judges it and expands it.
+
+    With fingerprints, a successor another worker owns is *claimed* instead:
+    its fingerprint, parent and action go to the owner, and the node stays
+    with the worker that reached it, which queues and judges it at once, as if
+    new, with what its parent's expansion learned. At the level's end the
+    owner adds each claim that is new (the first, in worker order, of several
+    equal ones) and answers with where it stored it; a claim turned down
+    (seen before, or by another claimant, or over the quota) leaves its node
+    in the level as dead, never expanded, and whatever its judgement found is
+    dropped (the node's holder found it too, or found it first, earlier).
+    So a worker expands the nodes it reached, and only 32 bytes a claim cross.
+    """
+
+    def __init__(self, store: FingerprintStore, exact: bool, route: tuple[int, ...] = ()) -> None:
+        self.store = store
+        self.me = store.partition
+        self.workers = store.partitions
+        slots = len(store.system.slot_keys())
+        route = tuple(dict.fromkeys(route))  # each position once
+        self.route = owner_by(route, slots, self.workers) if route and exact else None
+        self.nodes: dict[Node, int] | None = {} if exact else None
+        self.outbox: list[list[Item]] = self.new_outbox()
+        self.sent: set[Hashable] = set()
+        self.quota: int | None = None  # new nodes this level may still add
+        self.turned_away = False
+        self.boundary = 0  # the index of this level's first new node
+        self._parent: object = None
+        self._parent_ref = ROOT
+        # With fingerprints: per node of the level being queued, and of the one being
+        # expanded, its fingerprint and reference (`DEAD`: a claim turned down, `PENDING`:
+        # a claim not answered yet); per owner, this level's claims and their nodes' places.
+        self.queued_fps, self.queued_refs = _Fingerprints(store.bits), array("q")
+        self.frontier_fps, self.frontier_refs = _Fingerprints(store.bits), array("q")
+        self.claims = [array("Q") for _ in range(self.workers)]
+        self.claimed_at: list[list[int]] = [[] for _ in range(self.workers)]
+        self._claimed: object = None  # the node claimed last
+
+    def new_outbox(self) -> list[list[Item]]:
+        """An empty outbox per worker (this one's stays empty)."""
+        return [[] for _ in range(self.workers)]
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def batches(self, owner: int, size: int) -> Iterator[list[Item]]:
+        """This level's successors for worker `owner`, `size` at most a batch."""
+        queued = iter(self.outbox[owner])
+        while batch := list(islice(queued, size)):
+            yield batch
+
+    @property
+    def incremental(self) -> Partition | None:
+        """With fingerprints, what the search primes with each successor's fingerprint
+        (`reached`) and its parent's (`expanding`)."""
+        return None if self.nodes is not None else self
+
+    def expanding(self, node: Node, index: int = -1) -> int:
+        """`FingerprintStore.expanding` of the `index`-th node of the level being expanded,
+        whose fingerprint and reference this worker kept when it queued it."""
+        return self.store.expanding_held(node, self.frontier_fps[index], self.frontier_refs[index])
+
+    def hold(self, node: Node, index: int) -> None:
+        """The `index`-th node of the level being expanded, `node`, is expanded next."""
+        self._parent, self._parent_ref = node, self.frontier_refs[index]
+
+    def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:
+        """`FingerprintStore.reached`."""
+        self.store.reached(raw, node, nxt, writes, step)
+
+    def owner(self, node: Node, fp: int) -> int:
+        """The worker that keeps `node`, of fingerprint `fp`, in its visited set."""
+        return partition_of(fp, self.workers) if self.route is None else self.route(node)
+
+    def arrived(self, batches: list[tuple[int, list[Item]]]) -> Iterator[Item]:
+        """The successors of the batches other workers sent, in order."""
+        for _, batch in batches:
+            yield from batch
+
+    def __contains__(self, node: Node) -> bool:
+        fp = self.store.fp_of(node)
+        if self.owner(node, fp) != self.me:
+            return True  # another worker's: not this one's to add
+        return self.index(node, fp) >= 0
+
+    def __setitem__(self, node: Node, entry: tuple[Node, ActionLabel] | None) -> None:
+        self.setdefault(node, entry)
+
+    def setdefault(
+        self, node: Node, entry: tuple[Node, ActionLabel] | None
+    ) -> tuple[Node, ActionLabel] | None:
+        """`entry` if `node` is to be queued: new here (added), or claimed from its owner (with
+        fingerprints); else None (seen, or queued for its owner with full states)."""
+        fp = self.store.fp_of(node)
+        owner = self.owner(node, fp)
+        if owner == self.me:
+            if self.index(node, fp) >= 0:
+                return None
+            index = self._admit(node, fp, *self._entry(entry))
+            if index < 0:
+                return None
+            if self.nodes is None:
+                self.queued_fps.append(fp)
+                self.queued_refs.append(index * self.workers + self.me)
+            return entry
+        sent = fp if self.nodes is None else node  # full states: two may share a hash
+        if sent in self.sent:
+            return None
+        self.sent.add(sent)
+        if self.nodes is not None:
+            self.outbox[owner].append((node, fp, *self._entry(entry)))
+            return None
+        self.claims[owner].extend((fp & ROOT, fp >> 64, *self._entry(entry)))
+        self.claimed_at[owner].append(len(self.queued_fps))
+        self.queued_fps.append(fp)
+        self.queued_refs.append(PENDING)
+        self._claimed = node
+        return entry
+
+    def _entry(self, entry: tuple[Node, ActionLabel] | None) -> tuple[int, int]:
+        """The parent reference and action number of `entry` (the root's: none)."""
+        if entry is None:
+            return ROOT, 0
+        return self.ref_of(entry[0]), self.store.action_of(entry[1])
+
+    def index(self, node: Node, fp: int) -> int:
+        if self.nodes is not None:
+            return self.nodes.get(node, -1)
+        return self.store.find(fp)
+
+    def insert(self, node: Node, fp: int, parent: int, action: int) -> bool:
+        """Add `node` if new and the quota allows; whether it was added."""
+        return self.index(node, fp) < 0 and self._admit(node, fp, parent, action) >= 0
+
+    def _admit(self, node: Node | None, fp: int, parent: int, action: int) -> int:
+        """Add new `node` if the quota allows; its index, or -1."""
+        if self.quota is not None:
+            if self.quota <= 0:
+                self.turned_away = True
+                return -1
+            self.quota -= 1
+        index = self.store.add(fp, parent, action)
+        if self.nodes is not None:
+            self.nodes[node] = index  # type: ignore[index]  # (full states: a node always)
+        return index
+
+    def ref_of(self, node: object) -> int:
+        """The reference of this worker's visited or claimed `node`: index * workers + owner
+        (`PENDING` for a claim not answered yet)."""
+        if node is self._parent:
+            return self._parent_ref
+        if node is self._claimed:
+            return PENDING
+        if self.nodes is None:
+            return self.store.ref_of(node)
+        index = self.index(node, self.store.fingerprint(node))  # type: ignore[arg-type]
+        assert index >= 0, "a parent is visited before its successors"
+        self._parent_ref = index * self.workers + self.me
+        self._parent = node
+        return self._parent_ref
+
+    def claims_for(self, owner: int) -> bytes:
+        """This level's claims on worker `owner`'s nodes: (fingerprint's low and high 64 bits,
+        parent reference, action) each."""
+        return self.claims[owner].tobytes()
+
+    def answer(self, payload: bytes) -> bytes:
+        """Add each new node of another worker's claims (`claims_for`) if the quota allows;
+        per claim, its index here, or -1."""
+        claims = array("Q")
+        claims.frombytes(payload)
+        answers = array("q")
+        for k in range(0, len(claims), 4):
+            fp = claims[k] | claims[k + 1] << 64
+            seen = self.store.find(fp) >= 0
+            answers.append(-1 if seen else self._admit(None, fp, claims[k + 2], claims[k + 3]))
+        return answers.tobytes()
+
+    def answered(self, owner: int, payload: bytes) -> int:
+        """Take worker `owner`'s answers to this level's claims on it; the claims turned down."""
+        answers = array("q")
+        answers.frombytes(payload)
+        refs, lost = self.queued_refs, 0
+        for place, index in zip(self.claimed_at[owner], answers):
+            if index < 0:
+                refs[place] = DEAD
+                lost += 1
+            else:
+                refs[place] = index * self.workers + owner
+        return lost
+
+    def next_level(self) -> None:
+        """The level queued is the one to expand next."""
+        self.frontier_fps, self.frontier_refs = self.queued_fps, self.queued_refs
+        self.queued_fps, self.queued_refs = _Fingerprints(self.store.bits), array("q")
+        self.claims = [array("Q") for _ in range(self.workers)]
+        self.claimed_at = [[] for _ in range(self.workers)]
+        self.sent = set()
+        self._claimed = self._parent = None
+
+
+class _Fingerprints:
+    """Fingerprints of 64 or 128 bits, in arrays of 64-bit numbers."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self, bits: int) -> None:
+        self.low = array("Q")
+        self.high = array("Q") if bits > 64 else None
+
+    def append(self, fp: int) -> None:
+        self.low.append(fp & ROOT)
+        if self.high is not None:
+            self.high.append(fp >> 64)
+
+    def __getitem__(self, index: int) -> int:
+        low = self.low[index]
+        return low if self.high is None else low | self.high[index] << 64
+
+    def __len__(self) -> int:
+        return len(self.low)
