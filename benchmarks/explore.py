@@ -27,10 +27,13 @@ the bundled set, in a fresh process, with ``--jobs 1`` and with its default
 machine whose variable has 80,001 values under ``check_limit=100``.
 
 Then the visited set and the processes side by side: full states against
-64-bit fingerprints, on 1 and 2 workers, on the benchmark model and on
-chunk_transfer at two ids (``ChunkTransferConfig(ids=2, generations=2,
-saves=1, segments=1)``, bounded by ``--ct-states``, 200,000 by default: its
-complete space is beyond a short run); and 64-bit fingerprints on one process
+64-bit fingerprints, on 1 and 2 workers, on the benchmark model, on
+chunk_transfer at two ids with one request each (``ChunkTransferConfig(ids=2,
+generations=1, saves=1, segments=1)``, complete; ``--quick``: ``segments=0``),
+and on chunk_transfer at two ids reused (``generations=2``, bounded by
+``--ct-states``, 200,000 by default: its complete space is beyond a short
+run), each table followed by how many times as fast 2 workers are as 1
+(wall-clock); and 64-bit fingerprints on one process
 with everything in memory (``disk``: a fingerprint search's level past
 `statecore.check.frontier.SPILL` bytes goes to a file, and so do its store's parents past
 `statecore.check.spill.PARENTS` bytes). Each runs in a fresh process, so its
@@ -347,6 +350,13 @@ def bounded_validation() -> None:
 
 # -- the visited set and the processes, side by side ----------------------------------
 
+TWO_IDS = {  # chunk_transfer at two ids: the scale goal's model, and one request per id
+    "chunk_transfer_ids2": ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1),
+    "chunk_transfer_ids2_gen1": ChunkTransferConfig(ids=2, generations=1, saves=1, segments=1),
+    "chunk_transfer_ids2_gen1_quick": ChunkTransferConfig(
+        ids=2, generations=1, saves=1, segments=0
+    ),
+}
 # (fingerprint bits or 0 for full states, workers, whether levels and parents go to files)
 STORES = [(0, 1, True), (64, 1, True), (64, 1, False), (0, 2, True), (64, 2, True)]
 STORE_BYTES = re.compile(r"\((\d+) bytes each\)")  # in the fingerprint store's note
@@ -360,8 +370,8 @@ def measure(
     (`statecore.check.frontier.SPILL`, `statecore.check.spill.PARENTS`)."""
     if not spill:
         frontier.SPILL = spill_module.PARENTS = 1 << 62
-    if which == "chunk_transfer_ids2":
-        system = build(ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1))
+    if which in TWO_IDS:
+        system = build(TWO_IDS[which])
     else:
         system = model(Bound(*(int(n) for n in which.split(","))))
     before = resident_memory()
@@ -392,6 +402,12 @@ def measure(
     }
 
 
+def config_text(config: ChunkTransferConfig) -> str:
+    """``ids=2 generations=1 saves=1 segments=0``: the bounds of `config`."""
+    bounds = ("ids", "generations", "saves", "segments")
+    return " ".join(f"{name}={getattr(config, name)}" for name in bounds)
+
+
 def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
     """The runs of `STORES` on `which` side by side, each in a fresh process."""
     print(f"\n{label}")
@@ -399,6 +415,7 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
     print(f"{'cpu s':>8}{'states/cpu s':>14}{'B/state':>9}{'store B/st':>11}  same verdicts")
     print("-" * 103)
     first: dict[str, Any] | None = None
+    wall: dict[tuple[int, int, bool], float] = {}
     for bits, workers, spill in STORES:
         command = [sys.executable, __file__, "--measure", which, str(bits), str(workers)]
         command += [str(max_states or 0), str(int(spill))]
@@ -406,6 +423,7 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
         out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         got = json.loads(out.stdout.splitlines()[-1])
         first = first or got
+        wall[bits, workers, spill] = got["seconds"]
         store = "full states" if not bits else f"{bits}-bit fp"
         kept = "-" if got["store"] is None else f"{got['store']:.1f}"
         same = got["verdicts"] == first["verdicts"] and got["states"] == first["states"]
@@ -417,6 +435,10 @@ def stores_and_workers(which: str, label: str, max_states: int | None) -> None:
             f"  {'yes' if same else 'NO'}{done}",
             flush=True,
         )
+    for bits in (0, 64):
+        one, two = wall[bits, 1, True], wall[bits, 2, True]
+        store = "full states" if not bits else f"{bits}-bit fingerprints"
+        print(f"2 workers against 1, {store}: {one / max(two, 1e-9):.2f} times as fast")
 
 
 INSTRUCTIONS_BOUND = Bound(3, 1, 2)
@@ -567,6 +589,10 @@ def main() -> None:
         side = Bound(2, 2, 2) if args.quick else Bound(3, 2, 2)
         stores_and_workers(
             f"{side.ids},{side.chunks},{side.generations}", f"benchmark model {side}", None
+        )
+        one_each = "chunk_transfer_ids2_gen1" + ("_quick" if args.quick else "")
+        stores_and_workers(
+            one_each, f"chunk_transfer {config_text(TWO_IDS[one_each])}, complete", None
         )
         ct_bound = min(args.ct_states, 20_000) if args.quick else args.ct_states
         stores_and_workers(

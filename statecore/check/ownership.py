@@ -24,6 +24,8 @@ Node = tuple[Any, ...]
 Item = tuple[Node, int, int, int]  # a successor sent to its owner: node, fp, parent, action
 PENDING = -2  # the reference of a claimed node whose owner has not answered yet
 DEAD = -1  # of a claimed node its owner turned down: left in its level, never expanded
+_SEEN, _TURNED_AWAY = -1, -2  # an owner's answer to a claim on a node it has, or over quota
+_KNOWN = 1 << 20  # claims on other workers' nodes remembered, as their fingerprints, at most
 
 
 def partition_of(fp: int, partitions: int) -> int:
@@ -70,6 +72,9 @@ class Partition:
         self.route = owner_by(route, slots, self.workers) if route and exact else None
         self.nodes: dict[Node, int] | None = {} if exact else None
         self.outbox: list[list[Item]] = self.new_outbox()
+        # The successors sent to their owners this level (full states), or, with fingerprints,
+        # claimed from them in this level or an earlier one but not turned away by the quota:
+        # each of those the owner keeps already, whatever it answered (up to `_KNOWN`).
         self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
@@ -82,7 +87,7 @@ class Partition:
         self.queued_fps, self.queued_refs = _Fingerprints(store.bits), array("q")
         self.frontier_fps, self.frontier_refs = _Fingerprints(store.bits), array("q")
         self.claims = [array("Q") for _ in range(self.workers)]
-        self.claimed_at: list[list[int]] = [[] for _ in range(self.workers)]
+        self.claimed_at = [array("q") for _ in range(self.workers)]
         self._claimed: object = None  # the node claimed last
 
     def new_outbox(self) -> list[list[Item]]:
@@ -182,11 +187,11 @@ class Partition:
         return self.index(node, fp) < 0 and self._admit(node, fp, parent, action) >= 0
 
     def _admit(self, node: Node | None, fp: int, parent: int, action: int) -> int:
-        """Add new `node` if the quota allows; its index, or -1."""
+        """Add new `node` if the quota allows; its index, or `_TURNED_AWAY`."""
         if self.quota is not None:
             if self.quota <= 0:
                 self.turned_away = True
-                return -1
+                return _TURNED_AWAY
             self.quota -= 1
         index = self.store.add(fp, parent, action)
         if self.nodes is not None:
@@ -215,25 +220,28 @@ class Partition:
 
     def answer(self, payload: bytes) -> bytes:
         """Add each new node of another worker's claims (`claims_for`) if the quota allows;
-        per claim, its index here, or -1."""
+        per claim, its index here, `_SEEN` or `_TURNED_AWAY`."""
         claims = array("Q")
         claims.frombytes(payload)
         answers = array("q")
         for k in range(0, len(claims), 4):
             fp = claims[k] | claims[k + 1] << 64
             seen = self.store.find(fp) >= 0
-            answers.append(-1 if seen else self._admit(None, fp, claims[k + 2], claims[k + 3]))
+            answers.append(_SEEN if seen else self._admit(None, fp, claims[k + 2], claims[k + 3]))
         return answers.tobytes()
 
     def answered(self, owner: int, payload: bytes) -> int:
-        """Take worker `owner`'s answers to this level's claims on it; the claims turned down."""
+        """Take worker `owner`'s answers to this level's claims on it; the claims turned down.
+        A claim turned away by the quota is forgotten: the node may be claimed again."""
         answers = array("q")
         answers.frombytes(payload)
-        refs, lost = self.queued_refs, 0
-        for place, index in zip(self.claimed_at[owner], answers):
+        refs, lost, claims = self.queued_refs, 0, self.claims[owner]
+        for k, (place, index) in enumerate(zip(self.claimed_at[owner], answers)):
             if index < 0:
                 refs[place] = DEAD
                 lost += 1
+                if index == _TURNED_AWAY:
+                    self.sent.discard(claims[4 * k] | claims[4 * k + 1] << 64)
             else:
                 refs[place] = index * self.workers + owner
         return lost
@@ -243,8 +251,9 @@ class Partition:
         self.frontier_fps, self.frontier_refs = self.queued_fps, self.queued_refs
         self.queued_fps, self.queued_refs = _Fingerprints(self.store.bits), array("q")
         self.claims = [array("Q") for _ in range(self.workers)]
-        self.claimed_at = [[] for _ in range(self.workers)]
-        self.sent = set()
+        self.claimed_at = [array("q") for _ in range(self.workers)]
+        if self.nodes is not None or len(self.sent) > _KNOWN:
+            self.sent = set()
         self._claimed = self._parent = None
 
 

@@ -2,10 +2,11 @@
 
 It is `statecore.check.parallel`'s search with Ray actors for worker
 processes: each actor owns the nodes whose fingerprint falls in its
-partition (`statecore.check.partition`), expands them one depth level at a
-time and sends the successors it does not own straight to their owners,
-batch by batch, as actor calls (`_Actor.deliver`; Ray moves large batches
-through its object store, between machines too). The coordinator, in the
+partition (`statecore.check.partition`) and expands its share of each depth
+level. With fingerprints it claims the successors another actor owns and
+keeps them; with full states it sends them to their owners, batch by batch.
+Either goes straight to the other actors, as actor calls (`_Actor.deliver`;
+Ray moves large messages through its object store, between machines too). The coordinator, in the
 calling process, only sends each level's command and merges the reports, so
 the counts, verdicts and counterexample lengths are those of one process.
 
