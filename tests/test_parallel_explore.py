@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+from array import array
 from typing import Any
 
 import pytest
@@ -480,3 +481,31 @@ def test_what_is_found_on_a_claim_turned_down_is_dropped() -> None:
                 assert_traces_real(system, two)
         assert [r.verdict for r in one.results] == ["violated", "holds", "violated"]
     assert dropped[0] > 0
+
+
+def test_a_worker_remembers_what_it_claimed_but_what_the_quota_turned_away() -> None:
+    """A claim the owner added, or found it had, names a node the owner keeps: the worker
+    claims it no more (its successor equal to it is seen). One the quota turned away is
+    forgotten, to be claimed again at a later level; and past `_KNOWN` claims the worker
+    starts remembering afresh."""
+    system = counters(2)
+    store = ownership.FingerprintStore(
+        system, 64, lambda n: n, lambda m, o: (m, []), partition=0, partitions=2
+    )
+    part = Partition(store, exact=False)
+    fps = [11 << 40, 13 << 40, 15 << 40]  # (worker 1's, by `partition_of`)
+    assert {ownership.partition_of(fp, 2) for fp in fps} == {1}
+    for place, fp in enumerate(fps):
+        part.claims[1].extend((fp, 0, ownership.ROOT, 0))
+        part.claimed_at[1].append(place)
+        part.queued_refs.append(ownership.PENDING)
+        part.sent.add(fp)
+    answers = array("q", [5, ownership._SEEN, ownership._TURNED_AWAY])
+    assert part.answered(1, answers.tobytes()) == 2
+    assert list(part.queued_refs) == [5 * 2 + 1, ownership.DEAD, ownership.DEAD]
+    part.next_level()
+    assert part.sent == set(fps[:2])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ownership, "_KNOWN", 1)
+        part.next_level()
+    assert part.sent == set()
