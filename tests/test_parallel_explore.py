@@ -26,6 +26,7 @@ from test_model_errors import jobs, running
 
 from statecore.check import frontier, locality, ownership, parallel, partition
 from statecore.check.explore import _Explorer, explore
+from statecore.check.fingerprints import Fingerprinter
 from statecore.check.ownership import Partition
 from statecore.check.predicates import PredicateCache
 from statecore.check.results import Report
@@ -462,7 +463,7 @@ def test_what_is_found_on_a_claim_turned_down_is_dropped() -> None:
 
     def trade_counted(self: Any, deeper: Any, hints: Any) -> int:
         before = len(self.findings)
-        found = [f for f, _ in self.pending]
+        found = [f for f, _, _ in self.pending]
         live = trade(self, deeper, hints)
         with dropped.get_lock():
             dropped[0] += before - len(self.findings)
@@ -509,3 +510,63 @@ def test_a_worker_remembers_what_it_claimed_but_what_the_quota_turned_away() -> 
         patch.setattr(ownership, "_KNOWN", 1)
         part.next_level()
     assert part.sent == set()
+
+
+def crossing(w: str, z: str, spread: int = 80) -> System:
+    """From ``r``, `spread` middle states; from the first half of them ``one`` goes to `z` and
+    ``two`` to `w`, from the second half the other way round. Where `w` falls to the worker
+    that holds ``r`` and `z` to the other, each worker, once the middle states are evened out
+    between them, first meets a bad state as a claim its owner turns down: the owner reached
+    it too."""
+
+    def out(k: int) -> Any:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("s") == "r")
+            tx.set("s", f"m{k}")
+
+        return run
+
+    def hop(first: bool) -> Any:
+        def run(tx: Tx) -> None:
+            s = tx.get("s")
+            tx.require(s.startswith("m"))
+            low = int(s[1:]) < spread // 2
+            tx.set("s", (z if low else w) if first else (w if low else z))
+
+        return run
+
+    bad = (w, z)
+    return System(
+        f"crossing_{w}_{z}",
+        components=[],
+        globals=[Global("s", "r")],
+        actions=[
+            *(Action(f"out{k}", "a", out(k)) for k in range(spread)),
+            Action("one", "a", hop(True)),
+            Action("two", "a", hop(False)),
+        ],
+        properties=[
+            always("never_bad", "s is never w or z", lambda v: v.get("s") not in bad),
+            sometimes("bad_reached", "s is w or z", lambda v: v.get("s") in bad),
+        ],
+    )
+
+
+def test_a_finding_on_a_claim_settles_nothing_until_the_claim_stands() -> None:
+    """Each worker's first bad state is a claim turned down, its owner's own successor: were
+    the property settled on the worker as the finding is noted, neither worker would judge
+    it again, and the violation (and the witness) would go unreported."""
+    fingerprint = Fingerprinter(64)
+
+    def owner(s: str) -> int:  # of the state whose one global is `s`, on two workers
+        return ownership.partition_of(fingerprint((SystemState((), (s,)),)), 2)
+
+    names = [f"n{i}" for i in range(40)]
+    w = next(n for n in names if owner(n) == owner("r"))
+    z = next(n for n in names if owner(n) != owner("r"))
+    system = crossing(w, z)
+    one = explore(system, stop_on_violation=False, fingerprints=64)
+    assert [r.verdict for r in one.results] == ["violated", "holds"]
+    two = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+    assert summary(two) == summary(one)
+    assert_traces_real(system, two)

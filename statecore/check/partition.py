@@ -205,9 +205,13 @@ class Share:
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
         self.current: Node | None = None  # the node being expanded
         self.arrival: Node | None = None  # the node sent by another worker being judged
-        self.pending: list[tuple[Finding, int]] = []  # findings on claimed nodes, and where
+        # Findings on claimed nodes: each with its node's place in the level, and the result
+        # the explorer settled it with, held back until the claim stands (`_settle`).
+        self.pending: list[tuple[Finding, int, PropertyResult | None]] = []
         self.mail: dict[tuple[int, int], bytes] = {}  # messages of an exchange, come early
+        self.settle = self.explorer._settle  # the explorer's own
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
+        setattr(self.explorer, "_settle", self._settle)  # noqa: B010
 
     def _note(
         self, node: Node, last: ActionLabel | None, prop: Property | None, verdict: str, detail: str
@@ -220,8 +224,19 @@ class Share:
             finding = Finding(pid, verdict, detail, ref, last, depth + (last is not None))
             self.findings.append(finding)
             if ref == PENDING:
-                self.pending.append((finding, len(self.part.queued_fps) - 1))
+                self.pending.append((finding, len(self.part.queued_fps) - 1, None))
         return Trace(self.system.name, (), pid, verdict, detail)
+
+    def _settle(self, result: PropertyResult) -> None:
+        """The explorer's `_settle`, but where the finding just noted is on a claimed node: the
+        property stays undecided here, judged on every node after it, until the claim stands
+        (another worker may hold that node, and have settled the property on it already)."""
+        pending = self.pending
+        if pending and pending[-1][2] is None and pending[-1][0].prop == result.property.id:
+            finding, place, _ = pending[-1]
+            pending[-1] = (finding, place, result)
+            return
+        self.settle(result)
 
     def entry(self, ref: int) -> tuple[int, int, int]:
         """``(fingerprint, parent reference, action index)`` of this worker's node `ref`."""
@@ -233,7 +248,7 @@ class Share:
         props = {p.id: p for p in explorer.props}
         for pid, verdict in settled.items():
             if pid not in explorer.results:
-                explorer._settle(PropertyResult(props[pid], verdict, None, ""))
+                self.settle(PropertyResult(props[pid], verdict, None, ""))
         part.quota, part.turned_away, part.boundary = quota, False, len(part)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
@@ -349,10 +364,12 @@ class Share:
         answers = self._gather(_ANSWERS)
         live = len(deeper) - sum(part.answered(owner, answers[owner]) for owner in others)
         dropped: list[Finding] = []
-        for finding, place in self.pending:
+        for finding, place, result in self.pending:
             finding.ref = part.queued_refs[place]
             if finding.ref == DEAD:
                 dropped.append(finding)
+            elif result is not None and result.property.id not in self.explorer.results:
+                self.settle(result)
         self.pending = []
         if dropped:
             self.findings = [f for f in self.findings if all(f is not d for d in dropped)]
