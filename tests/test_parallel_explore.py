@@ -570,3 +570,29 @@ def test_a_finding_on_a_claim_settles_nothing_until_the_claim_stands() -> None:
     two = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
     assert summary(two) == summary(one)
     assert_traces_real(system, two)
+
+
+def test_a_worker_that_cannot_send_nodes_to_even_out_fails_the_search_and_none_waits() -> None:
+    """Where the nodes moved to another worker cannot be pickled, that worker still gets its
+    message (no worker waits for ever), and the search fails with a one-line error."""
+    made = partition.Share.__init__
+
+    def failing_moves(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        plain = self.dumps
+
+        def dumps(value: Any) -> bytes:
+            if isinstance(value, list) and value and len(value[0]) == 4:
+                raise TypeError("cannot pickle this node")
+            return plain(value)
+
+        self.dumps = dumps
+
+    system = build(ChunkTransferConfig(ids=1, generations=1, saves=1, segments=1))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition.Share, "__init__", failing_moves)
+        with pytest.raises(RuntimeError) as failed:
+            explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+    assert str(failed.value) == (
+        "a worker failed to exchange states or claims: TypeError: cannot pickle this node"
+    )

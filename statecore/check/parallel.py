@@ -349,7 +349,8 @@ class ParallelSearch:
         if kind == "values":
             raise NotInterchangeable(message)
         if kind == "exchange":
-            raise RuntimeError(f"a worker failed to exchange successors: {message}")
+            last = message.strip().splitlines()[-1]  # the exception, without the traceback
+            raise RuntimeError(f"a worker failed to exchange states or claims: {last}")
         judge = self.judge
         if kind == "init" or ref == ROOT:
             judge._initial_nodes()  # raises the same error, worded with its trace

@@ -391,6 +391,7 @@ class Share:
         if not plan:
             return live
         refs, place = part.queued_refs, len(deeper)
+        failure: Exception | None = None
         for sender, receiver, count in plan:
             if sender == self.me:
                 items: list[Item] = []
@@ -399,7 +400,11 @@ class Share:
                     if refs[place] != DEAD:
                         items.append((deeper[place], part.queued_fps[place], refs[place], 0))
                         refs[place] = DEAD
-                self.inboxes[receiver].put((self.me, _NODES, self.dumps(items)))
+                try:
+                    payload = self.dumps(items)
+                except Exception as exc:  # the receiver waits for it all the same
+                    failure, payload = exc, self.dumps([])
+                self.inboxes[receiver].put((self.me, _NODES, payload))
                 live -= count
         for sender, receiver, _ in plan:  # (one message from each sender, in plan order)
             if receiver == self.me:
@@ -410,6 +415,8 @@ class Share:
                     part.queued_fps.append(fp)
                     part.queued_refs.append(ref)
                     live += 1
+        if failure is not None:
+            raise failure
         return live
 
     def _gather(self, kind: int, sender: int | None = None) -> dict[int, bytes]:
