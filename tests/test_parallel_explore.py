@@ -9,6 +9,7 @@ bounds and unsupported combinations are handled as documented.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import re
 from array import array
@@ -595,4 +596,37 @@ def test_a_worker_that_cannot_send_nodes_to_even_out_fails_the_search_and_none_w
             explore(system, stop_on_violation=False, fingerprints=64, workers=2)
     assert str(failed.value) == (
         "a worker failed to exchange states or claims: TypeError: cannot pickle this node"
+    )
+
+
+def test_a_value_that_cannot_be_pickled_is_named_in_one_line() -> None:
+    """Workers send each other the values they make; one whose type pickle cannot find (a
+    class defined in a function) stops the search with a one-line error naming it and the
+    way out, not with a worker that dies."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Box:
+        k: int
+
+    def spread(k: int) -> Any:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("s") == Box(-1))
+            tx.set("s", Box(k))
+
+        return run
+
+    system = System(
+        "boxes",
+        components=[],
+        globals=[Global("s", Box(-1))],
+        actions=[Action(f"spread{k}", "a", spread(k)) for k in range(100)],
+    )
+    assert explore(system, fingerprints=64).states == 101
+    with pytest.raises(parallel.UnpicklableValue) as failed:
+        explore(system, fingerprints=64, workers=2)
+    assert str(failed.value) == (
+        "explore: a value in the states of 'boxes' cannot go from one worker to another "
+        "(AttributeError: Can't pickle local object "
+        "'test_a_value_that_cannot_be_pickled_is_named_in_one_line.<locals>.Box'); define "
+        "its type at a module's top level, where pickle finds it, or search on one worker"
     )

@@ -54,6 +54,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..errors import DefinitionError
 from ..properties import EMPTY_MONITOR, Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
@@ -67,10 +68,14 @@ from .symmetry_guard import Asymmetry
 from .transfer import loads
 from .values import NotInterchangeable
 
-__all__ = ["ParallelSearch", "parallel_search", "partition_of"]
+__all__ = ["ParallelSearch", "UnpicklableValue", "parallel_search", "partition_of"]
 
 Node = tuple[Any, ...]
 WITNESS = "witness"  # the verdict a `sometimes` witness's trace is worded with
+
+
+class UnpicklableValue(DefinitionError):
+    """A value of the states cannot be pickled, as workers send values to each other."""
 
 
 def parallel_search(
@@ -351,6 +356,12 @@ class ParallelSearch:
         if kind == "exchange":
             last = message.strip().splitlines()[-1]  # the exception, without the traceback
             raise RuntimeError(f"a worker failed to exchange states or claims: {last}")
+        if kind == "pickle":
+            raise UnpicklableValue(
+                f"explore: a value in the states of {self.system.name!r} cannot go from one "
+                f"worker to another ({message}); define its type at a module's top level, "
+                "where pickle finds it, or search on one worker"
+            )
         judge = self.judge
         if kind == "init" or ref == ROOT:
             judge._initial_nodes()  # raises the same error, worded with its trace

@@ -297,7 +297,10 @@ class Share:
         report.quiescent_seen = explorer.quiescent_seen
         report.turned_away = part.turned_away
         report.store_bytes = part.store.nbytes
-        report.values = self.dumps(explorer.values.fresh())  # another worker's may equal them
+        try:
+            report.values = self.dumps(explorer.values.fresh())  # another's may equal them
+        except Exception as exc:  # (pickle: a type defined in a function, say)
+            report.error = ("pickle", f"{type(exc).__name__}: {exc}", ROOT)
         return report
 
     def _expand(
