@@ -78,7 +78,6 @@ class Partition:
         self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
-        self.boundary = 0  # the index of this level's first new node
         self._parent: object = None
         self._parent_ref = ROOT
         # With fingerprints: per node of the level being queued, and of the one being

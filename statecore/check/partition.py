@@ -249,7 +249,7 @@ class Share:
         for pid, verdict in settled.items():
             if pid not in explorer.results:
                 self.settle(PropertyResult(props[pid], verdict, None, ""))
-        part.quota, part.turned_away, part.boundary = quota, False, len(part)
+        part.quota, part.turned_away = quota, False
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
         walks = explorer.hinted  # (a received node has none; a packed one keeps none)
