@@ -144,14 +144,45 @@ def test_the_state_bound_is_kept_and_the_search_says_it_is_incomplete() -> None:
 
 @pytest.mark.parametrize("bits", [0, 64])
 @pytest.mark.parametrize(("workers", "bound"), [(2, 1), (3, 1), (3, 2)])
-def test_a_bound_below_the_workers_turns_initial_states_away_without_queueing_them(
+def test_a_bound_below_the_workers_keeps_what_one_process_keeps(
     bits: int, workers: int, bound: int
 ) -> None:
-    """A worker whose share of the bound is nothing keeps no initial state, so it queues none
-    (it used to expand one it had not stored): the search stays within the bound and says it
-    is incomplete."""
-    report = explore(systems()["segments"](), workers=workers, max_states=bound, fingerprints=bits)
-    assert report.states <= bound and not report.complete and report.stop == "max_states"
+    """A bound smaller than the workers: the initial state is kept, and no more than the bound
+    (a worker whose share of the bound was nothing used to turn the initial state away, and
+    the search reported no state at all)."""
+    system = systems()["segments"]()
+    one = explore(system, max_states=bound, fingerprints=bits)
+    many = explore(system, workers=workers, max_states=bound, fingerprints=bits)
+    assert bounded(many) == bounded(one) == (bound, False, "max_states", bound - 1)
+
+
+def bounded(report: Report) -> tuple[int, bool, str, int]:
+    """What a search bounded by `max_states` must report as one process does: the states kept,
+    whether that was all of them, why it stopped, the depth (not which states it kept)."""
+    return report.states, report.complete, report.stop, report.depth
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.sampled_from([0, 64]), st.integers(-3, 3), st.sampled_from([2, 3]))
+def test_a_bound_near_the_space_keeps_as_many_states_as_one_process(
+    spec: SystemSpec, bits: int, off: int, workers: int
+) -> None:
+    """Bounded at the space's size, or a few states off: as many states kept, and complete
+    exactly where one process is (each worker used to keep its own share of the bound, so
+    one that reached more than its share turned states away while the others had room). What
+    the workers find on the states they drop past the bound is real: each trace replays."""
+    system = build_system(spec)
+    bound = max(1, explore(system, stop_on_violation=False, fingerprints=bits).states + off)
+    one = explore(system, stop_on_violation=False, fingerprints=bits, max_states=bound)
+    many = explore(
+        system, stop_on_violation=False, fingerprints=bits, max_states=bound, workers=workers
+    )
+    assert bounded(many) == bounded(one)
+    assert memo_notes(many) == memo_notes(one)
+    assert_traces_real(system, many)
+    for result in many.results:
+        if result.verdict == "violated" and result.trace is not None:
+            assert len(result.trace.steps) <= many.depth + 1
 
 
 def test_partial_order_reduction_on_several_workers_is_refused_in_one_line() -> None:
@@ -364,10 +395,31 @@ def test_what_the_sample_met_beyond_a_bound_stays_out_of_the_workers_search() ->
         two = explore(
             system, stop_on_violation=False, max_states=2000, fingerprints=bits, workers=2
         )
-        assert summary(two) == summary(one) and two.notes == one.notes
+        assert summary(two)[:-2] == summary(one)[:-2]
+        assert memo_notes(two) == memo_notes(one) == []
+
+
+def memo_notes(report: Report) -> list[str]:
+    """The notes of `report` but the fingerprints' line (with workers, it counts the states
+    stored past a bound too)."""
+    return [note for note in report.notes if not note.startswith("fingerprints:")]
 
 
 # -- with fingerprints: a node stays with the worker that reached it ---------------------
+
+
+@given(st.lists(st.integers(0, 10**4), min_size=1, max_size=6), st.data())
+def test_the_workers_keep_the_bound_shared_in_proportion(counts: list[int], data: Any) -> None:
+    """Past the bound, the workers keep exactly what is left of it, each at most the nodes it
+    has and at least its proportional share rounded down."""
+    total = sum(counts)
+    if total < 1:
+        return
+    bound = data.draw(st.integers(0, total - 1))
+    keep = partition.kept_shares(counts, bound)
+    assert sum(keep) == bound
+    for kept, count in zip(keep, counts):
+        assert count * bound // total <= kept <= count
 
 
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=6))

@@ -28,11 +28,15 @@ so it reads as one process's error, trace included.
 
 Where one process stops part-way through a level, the workers stop at its
 end: with ``stop_on_violation`` they may report more violations than one
-process (each with a shortest trace) and more states; ``max_states`` is
-shared out among them level by level, so the states kept under the bound
-are not the same ones; of several equally short counterexamples they may
-report another one. Partial-order reduction does not run on several
-workers yet (refused).
+process (each with a shortest trace) and more states. Under ``max_states``
+each worker may add all that is left of the bound; a level whose new states
+pass it keeps as many as one process would keep, shared out in proportion
+(`kept_shares`), and the others are never expanded. So the count, the depth
+and whether the search was complete are one process's, but the states kept
+on the last level are not the same ones (what was found on those dropped
+stands: each is a reachable state, its trace real). Of several equally
+short counterexamples the workers may report another one. Partial-order
+reduction does not run on several workers yet (refused).
 
 Workers are forked (they share the loaded system and the per-process hash
 secret the symmetry canonicalizer relies on), so this needs the ``fork``
@@ -62,7 +66,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .locality import SAMPLE, route_positions
 from .ownership import partition_of, process_hash
-from .partition import Finding, LevelReport, Plan, Share
+from .partition import Finding, LevelReport, Plan, Share, kept_shares
 from .results import ExplorationInterrupted, Progress, Report
 from .symmetry_guard import Asymmetry
 from .transfer import loads
@@ -159,6 +163,7 @@ class ParallelSearch:
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         self.states = 0
+        self.dropped = 0  # states the workers stored past the bound, and then dropped
         self.transitions = 0
         self.store_bytes = 0
 
@@ -260,18 +265,24 @@ class ParallelSearch:
     def _search(self, start: float) -> tuple[bool, str]:
         complete, depth, last_report = True, 0, start
         command = "init"
+        keep: list[int | None] = [None] * self.workers  # each worker's nodes to expand: all
         while True:
-            quota = self._quotas()
+            # Every worker may add all the states left under the bound (one process keeps
+            # every initial state): each has what it reaches, whatever the others reach.
+            quota = None if self.max_states is None or command == "init" else self._left()
             settled = {pid: r.verdict for pid, r in self.judge.results.items()}
             reports: list[LevelReport] = self._ask_all(
-                [
-                    (command, None if quota is None else quota[me], settled)
-                    for me in range(self.workers)
-                ]
+                [(command, quota, settled, keep[me]) for me in range(self.workers)]
             )
             self._merge(reports, command)
             complete = complete and not any(r.turned_away for r in reports)
             new = sum(r.new for r in reports)
+            keep = [None] * self.workers
+            if quota is not None and new > quota:
+                keep = list(kept_shares([r.new for r in reports], quota))
+                self.states -= new - quota
+                self.dropped += new - quota
+                complete, new = False, quota
             if command != "init":
                 self.judge.depth = depth
                 depth += 1
@@ -287,11 +298,10 @@ class ParallelSearch:
                 return complete, "" if complete else "max_states"
             command = "level"
 
-    def _quotas(self) -> list[int] | None:
-        if self.max_states is None:
-            return None
-        left = max(0, self.max_states - self.states)
-        return [left // self.workers + (me < left % self.workers) for me in range(self.workers)]
+    def _left(self) -> int:
+        """How many more states the bound lets the search keep."""
+        assert self.max_states is not None
+        return max(0, self.max_states - self.states)
 
     def _merge(self, reports: list[LevelReport], command: str) -> None:
         """Fold one level's reports in: counts, then each property's shortest finding."""
@@ -302,7 +312,7 @@ class ParallelSearch:
         for report in reports:  # one worker's value may be equal to another's, and differ
             for made in self.decode(report.values):
                 judge.values.add(*made)
-        self.states = sum(r.states for r in reports)
+        self.states = sum(r.states for r in reports) - self.dropped
         self.transitions = judge.transitions = sum(r.transitions for r in reports)
         self.store_bytes = sum(r.store_bytes for r in reports)
         for report in reports:
@@ -383,7 +393,14 @@ class ParallelSearch:
         results = tuple(judge._verdict(prop, complete) for prop in judge.props)
         notes: tuple[str, ...] = ()
         if self.fingerprints:
-            notes = (collision_note(self.fingerprints, self.states, self.store_bytes),)
+            stored = self.states + self.dropped  # (each may collide with another)
+            note = collision_note(self.fingerprints, stored, self.store_bytes)
+            if self.dropped:
+                note += (
+                    f"; the workers stored {self.dropped:,} of those past the state bound, "
+                    "and expanded none of them"
+                )
+            notes = (note,)
         return Report(
             self.system,
             results,

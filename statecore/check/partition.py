@@ -43,7 +43,7 @@ from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
 
-__all__ = ["Finding", "LevelReport", "OrbitMinimum", "Plan", "Share", "moves"]
+__all__ = ["Finding", "LevelReport", "OrbitMinimum", "Plan", "Share", "kept_shares", "moves"]
 
 Node = tuple[Any, ...]
 _CLAIMS, _ANSWERS, _COUNTS, _NODES = range(4)  # the messages of a level's exchange, in order
@@ -130,6 +130,19 @@ def moves(counts: Sequence[int]) -> list[tuple[int, int, int]]:
         if not take[0][1]:
             take.pop(0)
     return plan
+
+
+def kept_shares(counts: Sequence[int], bound: int) -> list[int]:
+    """How many of its `counts` new nodes each worker keeps, where together they reached more
+    than the `bound` more the search may keep: `bound` in all, shared out in proportion (the
+    rest, one each, to the first workers with nodes to spare)."""
+    total = sum(counts)
+    keep = [count * bound // total for count in counts]
+    for worker, count in enumerate(counts):
+        if sum(keep) == bound:
+            break
+        keep[worker] += keep[worker] < count
+    return keep
 
 
 @dataclass
@@ -242,9 +255,16 @@ class Share:
         """``(fingerprint, parent reference, action index)`` of this worker's node `ref`."""
         return self.part.store.entry(ref // self.part.workers)
 
-    def level(self, command: str, quota: int | None, settled: dict[str, str]) -> LevelReport:
-        """The initial nodes (``init``) or the next level: expand, exchange, judge; its report."""
+    def level(
+        self, command: str, quota: int | None, settled: dict[str, str], keep: int | None = None
+    ) -> LevelReport:
+        """The initial nodes (``init``) or the next level: expand, exchange, judge; its report.
+
+        `quota`: the new nodes this worker may add. `keep`: how many of the nodes this
+        worker has to expand it keeps (`kept_shares`; None: all of them)."""
         part, explorer = self.part, self.explorer
+        if keep is not None:
+            self._drop_after(keep)
         props = {p.id: p for p in explorer.props}
         for pid, verdict in settled.items():
             if pid not in explorer.results:
@@ -302,6 +322,24 @@ class Share:
         except Exception as exc:  # (pickle: a type defined in a function, say)
             report.error = ("pickle", f"{type(exc).__name__}: {exc}", ROOT)
         return report
+
+    def _drop_after(self, keep: int) -> None:
+        """Expand only the first `keep` live nodes of the frontier: together the workers stored
+        more new nodes than the bound allows, and one process would have turned the others
+        away. They stay stored, but are never expanded; what was found on them stands (each
+        is a reachable state, its trace a real one)."""
+        if self.part.nodes is not None:  # (full states: every node of the frontier is live)
+            assert isinstance(self.frontier, list)  # (packed only with fingerprints)
+            del self.frontier[keep:]
+            if self.hints is not None:
+                del self.hints[keep:]
+            return
+        refs = self.part.frontier_refs
+        for index, ref in enumerate(refs):
+            if ref != DEAD:
+                if keep <= 0:
+                    refs[index] = DEAD
+                keep -= 1
 
     def _expand(
         self, deeper: Level, kept: list[NodeHint | None] | None, report: LevelReport

@@ -233,9 +233,11 @@ class _Actor:
     def deliver(self, message: tuple[int, int, bytes | None]) -> None:
         self.inbox.put(message)
 
-    def level(self, command: str, quota: int | None, settled: dict[str, str]) -> LevelReport:
+    def level(
+        self, command: str, quota: int | None, settled: dict[str, str], keep: int | None
+    ) -> LevelReport:
         assert self.share is not None
-        return self.share.level(command, quota, settled)
+        return self.share.level(command, quota, settled, keep)
 
     def entry(self, ref: int) -> tuple[int, int, int]:
         assert self.share is not None
