@@ -131,3 +131,30 @@ def test_the_overview_surfaces_a_model_error() -> None:
     with pytest.raises(ActionError, match="strat") as raised:
         system_overview_dot(system)
     assert isinstance(raised.value.__cause__, FireError)
+
+
+def test_a_set_in_a_trace_prints_its_items_in_sorted_order() -> None:
+    """A set prints in hash order, which changes with the process's hash seed: the trace table
+    sorts its items, so the same counterexample prints the same on every run."""
+    names = ("kilo", "alpha", "juliet", "echo", "bravo", "hotel", "delta", "golf")
+
+    def tag(tx: Tx) -> None:
+        tx.require(not tx.get("tags"))
+        tx.set("tags", frozenset(names))
+        tx.set("pairs", (("b", frozenset(names[:3])), ("a", frozenset())))
+
+    system = System(
+        "tags",
+        components=[],
+        globals=[Global("tags", frozenset()), Global("pairs", None)],
+        actions=[Action("tag", "tagger", tag)],
+        properties=[always("untagged", "no tag is set", lambda v: not v.get("tags"))],
+    )
+    report = explore(system)
+    trace = report.result("untagged").trace
+    assert trace is not None
+    row = trace.table(system).splitlines()[-2]
+    shown = ", ".join(repr(n) for n in sorted(names))
+    assert f"tags=frozenset({{{shown}}})" in row
+    first = ", ".join(repr(n) for n in sorted(names[:3]))
+    assert f"pairs=(('b', frozenset({{{first}}})), ('a', frozenset()))" in row

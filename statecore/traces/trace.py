@@ -107,6 +107,29 @@ def _show(value: Hashable) -> str:
         if value.snapshot is None:
             return f"#{value.generation} (none)"
         snap = value.snapshot
-        extra = ", ".join(f"{k}={v!r}" for k, v in snap.values().items())
+        extra = ", ".join(f"{k}={stable_repr(v)}" for k, v in snap.values().items())
         return f"#{value.generation} {snap.state}" + (f" ({extra})" if extra else "")
+    return stable_repr(value)
+
+
+def stable_repr(value: object) -> str:
+    """`repr`, but a set's items in sorted order, in tuples, lists and dicts too.
+
+    A set prints in the order of its items' hashes, and a string's hash changes from
+    one process to the next: the same trace would print differently on each run.
+    """
+    kind = type(value)  # exactly these types: a subclass keeps its own repr
+    if isinstance(value, (frozenset, set)) and kind in (frozenset, set):
+        inner = "{" + ", ".join(sorted(stable_repr(item) for item in value)) + "}"
+        if not value:
+            return f"{kind.__name__}()"
+        return inner if kind is set else f"frozenset({inner})"
+    if isinstance(value, tuple) and kind is tuple:
+        items = [stable_repr(item) for item in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, list) and kind is list:
+        return "[" + ", ".join(stable_repr(item) for item in value) + "]"
+    if isinstance(value, dict) and kind is dict:
+        pairs = (f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
     return repr(value)
