@@ -156,15 +156,7 @@ def test_an_initial_state_that_names_one_id_turns_symmetry_off() -> None:
 
 
 def test_an_action_enabled_for_one_id_in_its_code_turns_symmetry_off() -> None:
-    def w0_only(tx: Tx, w: Hashable) -> None:
-        tx.require(w == W0)
-        acquire_first(tx, w)
-
-    system = workers(
-        sometimes("w1_first", "worker1 can acquire first", lambda v: v.get("first") == W1),
-        acquire=w0_only,
-    )
-    report = same_verdicts(system)
+    report = same_verdicts(W0_ONLY)
     assert report.result("w1_first").verdict != HOLDS
     assert "action acquire(w=worker1)" in report.notes[0] or "acquire(w=worker0)" in report.notes[0]
 
@@ -179,23 +171,81 @@ def test_a_parameter_domain_with_one_id_turns_symmetry_off() -> None:
     assert "not every id" in report.notes[0]
 
 
-def test_a_monitor_watching_one_id_turns_symmetry_off() -> None:
-    def only_w1(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
-        if emitted.source is None or emitted.source.key != W1:
-            return None
-        return emitted.source, emitted.output.name, {}
+def only_w1(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
+    if emitted.source is None or emitted.source.key != W1:
+        return None
+    return emitted.source, emitted.output.name, {}
 
-    watcher = Machine(
-        "w1_watch",
-        states=[State("waiting", initial=True), State("seen")],
-        events=[Event("acquired"), Event("finished")],
-        transitions=[
-            Transition("waiting", "acquired", "seen"),
-            Transition("waiting", "finished", "waiting"),
-        ],
-    )
-    # Refuses `finished` from worker1: only a monitor step on worker1's outputs fails.
-    system = workers(monitor("w1_no_finish", "worker1 never finishes", watcher, only_w1))
+
+W1_WATCH = Machine(
+    "w1_watch",
+    states=[State("waiting", initial=True), State("seen")],
+    events=[Event("acquired"), Event("finished")],
+    transitions=[
+        Transition("waiting", "acquired", "seen"),
+        Transition("waiting", "finished", "waiting"),
+    ],
+)
+# Refuses `finished` from worker1: only a monitor step on worker1's outputs fails.
+W1_NO_FINISH = workers(monitor("w1_no_finish", "worker1 never finishes", W1_WATCH, only_w1))
+
+
+def w0_only(tx: Tx, w: Hashable) -> None:
+    tx.require(w == W0)
+    acquire_first(tx, w)
+
+
+W0_ONLY = workers(
+    sometimes("w1_first", "worker1 can acquire first", lambda v: v.get("first") == W1),
+    acquire=w0_only,
+)
+
+
+LAMPS = Keys("lamp", 2)
+LAMP = Machine(
+    "lamp",
+    states=[State("off", initial=True), State("on")],
+    events=[Event("switch")],
+    transitions=[Transition("off", "switch", "on", emit=[out("lit")])],
+)
+SEEN = Machine(
+    "seen",
+    states=[State("dark", initial=True), State("seen", final=True)],
+    events=[Event("lit")],
+    transitions=[Transition("dark", "lit", "seen")],
+)
+
+
+def plug(tx: Tx, lamp: Hashable) -> None:
+    tx.require(tx.snapshot(("lamp", lamp)) is None)
+    tx.spawn("lamp", lamp)
+
+
+def switch(tx: Tx, lamp: Hashable) -> None:
+    tx.require(tx.fire(("lamp", lamp), "switch").accepted)
+
+
+def first_lamp(emitted: Emitted) -> tuple[Hashable, str, Mapping[str, Any]] | None:
+    if emitted.source is None or emitted.source.key != LAMPS.values[0]:
+        return None
+    return "watch", "lit", {}
+
+
+# A monitor stepping on the outputs of lamp0 only: the guard meets lamp0's or lamp1's
+# output first, as the hash decides which of the two successors stands for both.
+FIRST_LAMP_WATCHED = System(
+    "lamps",
+    components=[Component("lamp", LAMP, LAMPS)],
+    actions=[
+        Action("plug", "user", plug, {"lamp": LAMPS}),
+        Action("switch", "user", switch, {"lamp": LAMPS}),
+    ],
+    properties=[monitor("watch", "lamp0 is seen lit", SEEN, first_lamp)],
+)
+
+
+def test_a_monitor_watching_one_id_turns_symmetry_off() -> None:
+    system = W1_NO_FINISH
     report = same_verdicts(system)
     assert report.result("w1_no_finish").verdict == VIOLATED
     assert report.notes and "w1_no_finish" in report.notes[0]
@@ -404,3 +454,40 @@ def test_the_cli_verdict_does_not_depend_on_the_hash_seed(target: str) -> None:
         assert all("worker1" in action for action in prop["trace_actions"][:1])
         seen.add((prop["verdict"], prop["trace_length"], tuple(prop["trace_actions"])))
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize("target", ["W1_NO_FINISH", "W0_ONLY", "FIRST_LAMP_WATCHED"])
+def test_the_note_naming_an_asymmetry_does_not_depend_on_the_hash_seed(target: str) -> None:
+    """Which member of an orbit the explorer meets follows the string hash; a swap tells the
+    ids apart on either, and the note names what it found in one order whichever it met."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "from statecore.check.explore import explore\n"
+        f"from test_symmetry_soundness import {target}\n"
+        f"print(explore({target}, stop_on_violation=False).notes)\n"
+    )
+    tests = str(Path(__file__).resolve().parent)
+    notes = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": tests}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        notes.add(done.stdout.strip())
+    assert len(notes) == 1, notes
+    assert "symmetry reduction off" in notes.pop()
+
+
+def test_a_renaming_is_named_in_one_order() -> None:
+    """Two pairs swapped are named in sorted order (a set of pairs iterates in hash order);
+    a renaming that is not its own inverse is named as it maps."""
+    from statecore.check.symmetry_guard import _names
+
+    a, b, c, d = Keys("job", 4).values
+    assert _names({d: c, c: d, b: a, a: b}) == "job0 and job1 swapped, job2 and job3 swapped"
+    assert _names({a: b, b: c, c: a}) == "the ids renamed job0->job1, job1->job2, job2->job0"

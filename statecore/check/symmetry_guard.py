@@ -163,8 +163,11 @@ class SymmetryGuard:
                     f"{self._label(index)} did not ({fault.problem})"
                 ) from None
             if not _same(observed, expected):
+                pair = (str(self._label(other)), str(self._label(index)))
+                if _swaps(renaming):  # either one may be met first: name them in one order
+                    pair = (min(pair), max(pair))
                 raise Asymmetry(
-                    f"action {self._label(other)} does not do what {self._label(index)} "
+                    f"action {pair[0]} does not do what {pair[1]} "
                     f"does with the ids renamed ({_names(renaming)}): "
                     f"{_what_differs(expected, observed)}"
                 )
@@ -299,6 +302,9 @@ class SymmetryGuard:
                     got_after[index] != expected_after[index]
                 ):
                     shown = ", ".join(_output_text(e) for e in outputs)
+                    if _swaps(renaming):  # either outputs may be met first: name one of them
+                        image = ", ".join(_output_text(e) for e in rename(outputs, renaming))
+                        shown = min(shown, image)
                     raise Asymmetry(
                         f"monitor {prop_id!r} tells symmetric ids apart: it steps one way on "
                         f"the outputs {shown} and another on the same outputs with "
@@ -425,10 +431,19 @@ def _what_differs(expected: Run, observed: Run) -> str:
 def _names(renaming: Renaming) -> str:
     """A renaming in words, e.g. ``job0 and job1 swapped``."""
     moved = [(k, v) for k, v in renaming.items() if k != v]
-    swapped = {frozenset((k, v)) for k, v in moved if renaming.get(v) == k}
-    if len(swapped) * 2 == len(moved):
-        return ", ".join(" and ".join(sorted(map(str, pair))) + " swapped" for pair in swapped)
+    if _swaps(renaming):
+        pairs = sorted({tuple(sorted((str(k), str(v)))) for k, v in moved})
+        return ", ".join(f"{a} and {b} swapped" for a, b in pairs)
     return "the ids renamed " + ", ".join(f"{k}->{v}" for k, v in moved)
+
+
+def _swaps(renaming: Renaming) -> bool:
+    """Whether `renaming` only swaps ids in pairs, so that it is its own inverse: what it
+    tells apart on a state, it tells apart on the state renamed, the other way round.
+
+    The explorer meets whichever member of an orbit has the least hash, which changes with
+    the process's string hash; a message about a swap names what it found in one order."""
+    return all(renaming.get(v, v) == k for k, v in renaming.items())
 
 
 def _ids_in(label: ActionLabel) -> str:
