@@ -12,7 +12,7 @@ Each row prints states, transitions, wall-clock seconds, distinct states/s
 and states/s per worker; the counts must agree (the script says if they do
 not). Ray's start and its actors' start are not timed: a first, small
 search starts the actors, which later searches reuse. With full states the
-actors route states by fingerprint where forked workers use the hash, so
+actors own states by fingerprint where forked workers use the hash, so
 ``--fingerprints 64`` compares like with like.
 
 Run: ``python benchmarks/ray_explore.py [--quick] [--target NAME] [--workers N]

@@ -234,15 +234,6 @@ def test_the_quoted_size_of_chunk_transfer_is_what_the_explorer_finds() -> None:
     assert {count for _, count in quoted} == {states}, quoted
 
 
-def test_the_quoted_size_of_the_route_sample_is_the_one_the_workers_use() -> None:
-    """docs/cli.md says how many states the coordinator samples before the workers start."""
-    from statecore.check.locality import SAMPLE
-
-    text = " ".join((DOCS / "cli.md").read_text().split())
-    quoted = re.findall(r"The sample is at most ([\d,]+) states", text)
-    assert quoted == [f"{SAMPLE:,}"]
-
-
 def test_the_quoted_sizes_of_a_level_are_the_ones_the_frontier_uses() -> None:
     """docs/cli.md says how many states a level keeps as they are, and how many bytes of
     packed ones it holds in memory before it writes them to its file."""

@@ -25,13 +25,12 @@ from system_strategies import systems as random_systems
 from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures, bundled_names
 from test_model_errors import jobs, running
 
-from statecore.check import frontier, locality, ownership, parallel, partition
-from statecore.check.explore import _Explorer, explore
+from statecore.check import frontier, ownership, parallel, partition
+from statecore.check.explore import explore
 from statecore.check.fingerprints import Fingerprinter
 from statecore.check.ownership import Partition
 from statecore.check.predicates import PredicateCache
 from statecore.check.results import Report
-from statecore.check.stepcache import ActionFault
 from statecore.errors import ActionRaisedError, PropertyRaisedError
 from statecore.properties import always, eventually, sometimes
 from statecore.system import Action, Global, System, SystemState, Tx
@@ -219,118 +218,9 @@ def test_fingerprint_workers_keep_the_hints_of_their_unpacked_nodes(
     assert summary(packed) == summary(hinted)
 
 
-# -- routing by locality ----------------------------------------------------------------
-
-
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_systems(symmetric_pair=True), st.data())
-def test_any_route_finds_what_one_process_finds(spec: SystemSpec, data: st.DataObject) -> None:
-    """Whatever positions nodes are routed by (none, a constant one that sends every node to
-    one worker, any subset), the workers find one process's states, verdicts and traces."""
-    system = build_system(spec)
-    width = len(system.slot_keys()) + len(system.globals)
-    route = tuple(data.draw(st.sets(st.integers(0, width - 1)), label="route")) if width else ()
-    bits = data.draw(st.sampled_from([0, 64]), label="bits")
-    one = explore(system, stop_on_violation=False, fingerprints=bits)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parallel, "route_positions", lambda *args: route)
-        two = explore(system, stop_on_violation=False, fingerprints=bits, workers=2)
-    assert summary(two) == summary(one)
-    assert_traces_real(system, two)
-
-
-def test_a_route_keeps_most_successors_with_their_parents_worker() -> None:
-    """With full states, routed by positions most steps leave alone (the ids' requests), two
-    workers send each other fewer successors than routing by hash, which sends about half of
-    them, and find the same."""
-    system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
-    sent = multiprocessing.get_context("fork").Value("l", 0)  # counted by the forked workers
-    original = Partition.setdefault
-
-    def setdefault(self: Partition, node: Any, entry: Any) -> Any:
-        found = original(self, node, entry)
-        if self.owner(node, self.store.fp_of(node)) != self.me:
-            with sent.get_lock():
-                sent.value += 1
-        return found
-
-    one = explore(system, stop_on_violation=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Partition, "setdefault", setdefault)
-        patch.setattr(parallel, "route_positions", lambda *args: (0, 1))
-        routed = explore(system, stop_on_violation=False, workers=2)
-        sent_routed, sent.value = sent.value, 0
-        patch.setattr(parallel, "route_positions", lambda *args: ())
-        by_hash = explore(system, stop_on_violation=False, workers=2)
-    assert summary(routed) == summary(by_hash) == summary(one)
-    assert sent.value > one.transitions / 4  # by hash: about half of them
-    assert sent_routed < sent.value * 0.5
-
-
-def sampled_route(config: ChunkTransferConfig, bits: int) -> tuple[int, ...]:
-    """The route the coordinator of a search on two workers picks for `config`."""
-    search = parallel.parallel_search(_Explorer, 2)(
-        build(config), None, True, None, None, False, None, bits
-    )
-    return search._route()
-
-
-def test_the_sample_picks_a_route_of_positions_steps_leave_alone() -> None:
-    """On chunk_transfer at two ids, where the sampled levels have many nodes, the coordinator
-    routes by positions rather than by fingerprint."""
-    route = sampled_route(ChunkTransferConfig(ids=2, generations=2, saves=0, segments=0), 0)
-    assert route
-
-
-@pytest.mark.parametrize(("keys", "lumpy"), [(2, True), (40, True), (400, False)])
-def test_a_key_of_a_few_lumps_is_taken_to_load_one_worker(keys: int, lumpy: bool) -> None:
-    """However evenly a sampled level's few keys split, deeper levels shift their weights: a
-    key whose values are as lumpy as fewer than 64 even ones per worker counts as unsplit."""
-    level = [(SystemState((), (i % keys, i)),) for i in range(2000)]
-    busiest = locality._busiest(level, (0,), 2)
-    assert (busiest == 2.0) == lumpy
-    if not lumpy:
-        assert busiest < 1.2
-    assert locality._busiest(level, (0, 1), 2) < 1.2  # every node its own key
-
-
-def test_with_fingerprints_the_coordinator_takes_no_sample() -> None:
-    """With fingerprints a node stays with the worker that reached it, wherever its owner is:
-    no route to pick, so no sample."""
-    sampled: list[Any] = []
-    config = ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parallel, "route_positions", lambda *args: sampled.append(args) or ())
-        assert sampled_route(config, 64) == ()
-        assert not sampled
-        sampled_route(config, 0)
-    assert len(sampled) == 1
-
-
-def test_the_sample_routes_by_fingerprint_where_it_meets_an_error() -> None:
-    """An error in the coordinator's sample (an action that raises, say) is left to the
-    workers, routing by fingerprint: they report it with its trace as one process does."""
-
-    def audit(tx: Tx) -> None:
-        if tx.get("ticks") == 2:
-            raise ZeroDivisionError("audit divided by zero")
-        tx.require(False)
-
-    system = jobs(Action("audit", "auditor", audit))
-    judge = _Explorer(system, None, True, None, None, False, None)
-    initial = [judge._canon((state,)) for state in system.init_states()]
-    with pytest.raises(ActionFault):  # the sample meets it
-        locality.route_positions(initial, judge.successors, judge._canon, 2)
-    with pytest.raises(ActionRaisedError) as raised:
-        explore(system, workers=2)
-    assert raised.value.trace is not None and len(raised.value.trace) == 2
-    assert isinstance(raised.value.__cause__, ZeroDivisionError)
-
-
-@pytest.mark.parametrize("route", [(), (0,), (1,)])
-def test_full_states_with_one_hash_are_each_sent_to_their_owner(route: tuple[int, ...]) -> None:
-    """``hash(-1) == hash(-2)``: two full states that differ only there share a hash, and each
-    still reaches its owner (one process's three states, on any route)."""
+def test_full_states_with_one_hash_are_told_apart() -> None:
+    """``hash(-1) == hash(-2)``: two full states that differ only there share a hash, and so
+    an owner; it keeps both (one process's three states)."""
 
     def set_x(value: int) -> Any:
         def run(tx: Tx) -> None:
@@ -347,56 +237,9 @@ def test_full_states_with_one_hash_are_each_sent_to_their_owner(route: tuple[int
         actions=[Action("minus_one", "a", set_x(-1)), Action("minus_two", "b", set_x(-2))],
     )
     one = explore(system, stop_on_violation=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parallel, "route_positions", lambda *args: route)
-        for workers in (2, 3):
-            assert summary(explore(system, stop_on_violation=False, workers=workers)) == summary(
-                one
-            )
+    for workers in (2, 3):
+        assert summary(explore(system, stop_on_violation=False, workers=workers)) == summary(one)
     assert one.states == 3
-
-
-def test_what_the_sample_met_beyond_a_bound_stays_out_of_the_workers_search() -> None:
-    """The sample goes deeper than a search bounded by `max_states`: a value only it met (0.0,
-    made at depth 6) must not meet an equal one the search makes (-0.0) in the workers' memos,
-    which would turn them off and report what one process does not."""
-
-    def wide(tx: Tx, i: int) -> None:
-        tx.require(tx.get("phase") == 0)
-        tx.set("phase", 1)
-        tx.set("n", i)
-
-    def deep(tx: Tx) -> None:
-        tx.require(tx.get("phase") == 1 and tx.get("c") < 10)
-        tx.set("c", tx.get("c") + 1)
-
-    def negative(tx: Tx) -> None:  # at n == 1 only: the search meets it, the sample's beam not
-        tx.require(tx.get("phase") == 1 and tx.get("n") == 1 and tx.get("c") == 0)
-        tx.require(tx.get("v") is None)
-        tx.set("v", -0.0)
-
-    def zero(tx: Tx) -> None:  # deep down only: the sample meets it, the bounded search not
-        tx.require(tx.get("phase") == 1 and tx.get("c") == 5 and tx.get("v") is None)
-        tx.set("v", 0.0)
-
-    system = System(
-        "beyond_the_bound",
-        components=[],
-        globals=[Global("phase", 0), Global("n", 0), Global("c", 0), Global("v", None)],
-        actions=[
-            Action("wide", "a", wide, params={"i": range(600)}),
-            Action("deep", "a", deep),
-            Action("negative", "a", negative),
-            Action("zero", "a", zero),
-        ],
-    )
-    for bits in (0, 64):
-        one = explore(system, stop_on_violation=False, max_states=2000, fingerprints=bits)
-        two = explore(
-            system, stop_on_violation=False, max_states=2000, fingerprints=bits, workers=2
-        )
-        assert summary(two)[:-2] == summary(one)[:-2]
-        assert memo_notes(two) == memo_notes(one) == []
 
 
 def memo_notes(report: Report) -> list[str]:
@@ -453,10 +296,11 @@ def counting(counts: Any, index: int, method: Any) -> Any:
     return counted
 
 
-def test_with_fingerprints_each_worker_expands_what_it_reached_and_about_half() -> None:
-    """On chunk_transfer at two ids, with fingerprints: every state is expanded once, by
-    one worker or the other, about half each; few nodes move to even the workers out, and
-    the two find what one process finds."""
+@pytest.mark.parametrize("bits", [0, 64])
+def test_each_worker_expands_what_it_reached_and_about_half(bits: int) -> None:
+    """On chunk_transfer at two ids, with full states or fingerprints: every state is
+    expanded once, by one worker or the other, about half each; few nodes move to even the
+    workers out, and the two find what one process finds."""
     system = build(ChunkTransferConfig(ids=2, generations=1, saves=1, segments=0))
     expanded = multiprocessing.get_context("fork").Array("l", 2)
     moved = multiprocessing.get_context("fork").Array("l", 1)
@@ -468,11 +312,11 @@ def test_with_fingerprints_each_worker_expands_what_it_reached_and_about_half() 
             moved[0] += max(0, left - live)  # taken from another worker
         return left
 
-    one = explore(system, stop_on_violation=False, fingerprints=64)
+    one = explore(system, stop_on_violation=False, fingerprints=bits)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Partition, "hold", counting(expanded, -1, Partition.hold))
         patch.setattr(partition.Share, "_even_out", even_out_counted)
-        two = explore(system, stop_on_violation=False, fingerprints=64, workers=2)
+        two = explore(system, stop_on_violation=False, fingerprints=bits, workers=2)
     assert summary(two) == summary(one)
     assert expanded[0] + expanded[1] == one.states
     assert min(expanded) > 0.4 * one.states
@@ -635,7 +479,7 @@ def test_a_worker_that_cannot_send_nodes_to_even_out_fails_the_search_and_none_w
         plain = self.dumps
 
         def dumps(value: Any) -> bytes:
-            if isinstance(value, list) and value and len(value[0]) == 4:
+            if isinstance(value, list) and value and len(value[0]) == 3:
                 raise TypeError("cannot pickle this node")
             return plain(value)
 

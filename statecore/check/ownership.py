@@ -2,26 +2,23 @@
 
 `Partition` is one worker's visited set, answering the explorer's
 ``parents`` questions as one process's store does, and knowing which
-successors are another worker's (`partition_of`, `process_hash`, or a route
-of `statecore.check.locality`). `statecore.check.partition` runs a worker's
+successors are another worker's (`partition_of` of their fingerprint, or
+with full states of `process_hash`). `statecore.check.partition` runs a worker's
 share of the search on it.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterator
-from itertools import islice
+from collections.abc import Hashable
 from typing import Any
 
 from ..system import ActionLabel
 from .fingerprints import ROOT, FingerprintStore
-from .locality import owner_by
 
-__all__ = ["DEAD", "PENDING", "Item", "Partition", "partition_of", "process_hash"]
+__all__ = ["DEAD", "PENDING", "Partition", "partition_of", "process_hash"]
 
 Node = tuple[Any, ...]
-Item = tuple[Node, int, int, int]  # a successor sent to its owner: node, fp, parent, action
 PENDING = -2  # the reference of a claimed node whose owner has not answered yet
 DEAD = -1  # of a claimed node its owner turned down: left in its level, never expanded
 _SEEN, _TURNED_AWAY = -1, -2  # an owner's answer to a claim on a node it has, or over quota
@@ -34,7 +31,8 @@ def partition_of(fp: int, partitions: int) -> int:
 
 
 def process_hash(node: Hashable) -> int:
-    """Where full states are kept, a node's route: its hash, the same in every forked worker.
+    """Where full states are kept, what decides a node's owner: its hash, the same in every
+    forked worker.
 
     The nodes themselves decide membership, so a hash collision costs
     nothing; and it is cheaper than a fingerprint.
@@ -45,62 +43,49 @@ def process_hash(node: Hashable) -> int:
 class Partition:
     """A worker's visited set, answering the explorer's ``parents`` questions.
 
-    The worker that owns a node (`owner`) keeps it in its visited set. With
-    full states (`exact`: the nodes too, in a dict beside the fingerprints, for
-    results that do not depend on hashes), a successor another worker owns is
-    queued for it (once per level) and reported as already seen: the owner
-    adds it if new, judges it and expands it.
+    The worker that owns a node (`owner`) keeps it in its visited set: its
+    fingerprint, or with full states (`exact`) the node too, in a dict beside
+    the fingerprints (process hashes then), for results that do not depend on
+    hashes.
 
-    With fingerprints, a successor another worker owns is *claimed* instead:
-    its fingerprint, parent and action go to the owner, and the node stays
-    with the worker that reached it, which queues and judges it at once, as if
-    new, with what its parent's expansion learned. At the level's end the
-    owner adds each claim that is new (the first, in worker order, of several
-    equal ones) and answers with where it stored it; a claim turned down
-    (seen before, or by another claimant, or over the quota) leaves its node
-    in the level as dead, never expanded, and whatever its judgement found is
-    dropped (the node's holder found it too, or found it first, earlier).
-    So a worker expands the nodes it reached, and only 32 bytes a claim cross.
+    A successor another worker owns is *claimed* from it: its fingerprint,
+    parent and action go to the owner (with full states, the node too), and
+    the node stays with the worker that reached it, which queues and judges it
+    at once, as if new, with what its parent's expansion learned. At the
+    level's end the owner adds each claim that is new (the first, in worker
+    order, of several equal ones) and answers with where it stored it; a claim
+    turned down (seen before, or by another claimant, or over the quota) leaves
+    its node in the level as dead, never expanded, and whatever its judgement
+    found is dropped (the node's holder found it too, or found it first,
+    earlier). So a worker expands the nodes it reached, and with fingerprints
+    only 32 bytes a claim cross.
     """
 
-    def __init__(self, store: FingerprintStore, exact: bool, route: tuple[int, ...] = ()) -> None:
+    def __init__(self, store: FingerprintStore, exact: bool) -> None:
         self.store = store
         self.me = store.partition
         self.workers = store.partitions
-        slots = len(store.system.slot_keys())
-        route = tuple(dict.fromkeys(route))  # each position once
-        self.route = owner_by(route, slots, self.workers) if route and exact else None
         self.nodes: dict[Node, int] | None = {} if exact else None
-        self.outbox: list[list[Item]] = self.new_outbox()
-        # The successors sent to their owners this level (full states), or, with fingerprints,
-        # claimed from them in this level or an earlier one but not turned away by the quota:
-        # each of those the owner keeps already, whatever it answered (up to `_KNOWN`).
+        # The successors claimed from their owners: in this level (full states), or with
+        # fingerprints in this level or an earlier one but not turned away by the quota: each
+        # of those the owner keeps already, whatever it answered (up to `_KNOWN`).
         self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
         self.turned_away = False
         self._parent: object = None
         self._parent_ref = ROOT
-        # With fingerprints: per node of the level being queued, and of the one being
-        # expanded, its fingerprint and reference (`DEAD`: a claim turned down, `PENDING`:
-        # a claim not answered yet); per owner, this level's claims and their nodes' places.
+        # Per node of the level being queued, and of the one being expanded, its fingerprint
+        # and reference (`DEAD`: a claim turned down, `PENDING`: a claim not answered yet);
+        # per owner, this level's claims, their nodes' places, and with full states the nodes.
         self.queued_fps, self.queued_refs = _Fingerprints(store.bits), array("q")
         self.frontier_fps, self.frontier_refs = _Fingerprints(store.bits), array("q")
         self.claims = [array("Q") for _ in range(self.workers)]
         self.claimed_at = [array("q") for _ in range(self.workers)]
+        self.claimed_nodes: list[list[Node]] = [[] for _ in range(self.workers)]
         self._claimed: object = None  # the node claimed last
-
-    def new_outbox(self) -> list[list[Item]]:
-        """An empty outbox per worker (this one's stays empty)."""
-        return [[] for _ in range(self.workers)]
 
     def __len__(self) -> int:
         return len(self.store)
-
-    def batches(self, owner: int, size: int) -> Iterator[list[Item]]:
-        """This level's successors for worker `owner`, `size` at most a batch."""
-        queued = iter(self.outbox[owner])
-        while batch := list(islice(queued, size)):
-            yield batch
 
     @property
     def incremental(self) -> Partition | None:
@@ -123,12 +108,7 @@ class Partition:
 
     def owner(self, node: Node, fp: int) -> int:
         """The worker that keeps `node`, of fingerprint `fp`, in its visited set."""
-        return partition_of(fp, self.workers) if self.route is None else self.route(node)
-
-    def arrived(self, batches: list[tuple[int, list[Item]]]) -> Iterator[Item]:
-        """The successors of the batches other workers sent, in order."""
-        for _, batch in batches:
-            yield from batch
+        return partition_of(fp, self.workers)
 
     def __contains__(self, node: Node) -> bool:
         fp = self.store.fp_of(node)
@@ -142,8 +122,8 @@ class Partition:
     def setdefault(
         self, node: Node, entry: tuple[Node, ActionLabel] | None
     ) -> tuple[Node, ActionLabel] | None:
-        """`entry` if `node` is to be queued: new here (added), or claimed from its owner (with
-        fingerprints); else None (seen, or queued for its owner with full states)."""
+        """`entry` if `node` is to be queued: new here (added), or claimed from its owner;
+        else None (seen, or claimed already)."""
         fp = self.store.fp_of(node)
         owner = self.owner(node, fp)
         if owner == self.me:
@@ -152,18 +132,16 @@ class Partition:
             index = self._admit(node, fp, *self._entry(entry))
             if index < 0:
                 return None
-            if self.nodes is None:
-                self.queued_fps.append(fp)
-                self.queued_refs.append(index * self.workers + self.me)
+            self.queued_fps.append(fp)
+            self.queued_refs.append(index * self.workers + self.me)
             return entry
         sent = fp if self.nodes is None else node  # full states: two may share a hash
         if sent in self.sent:
             return None
         self.sent.add(sent)
-        if self.nodes is not None:
-            self.outbox[owner].append((node, fp, *self._entry(entry)))
-            return None
         self.claims[owner].extend((fp & ROOT, fp >> 64, *self._entry(entry)))
+        if self.nodes is not None:
+            self.claimed_nodes[owner].append(node)
         self.claimed_at[owner].append(len(self.queued_fps))
         self.queued_fps.append(fp)
         self.queued_refs.append(PENDING)
@@ -181,10 +159,6 @@ class Partition:
             return self.nodes.get(node, -1)
         return self.store.find(fp)
 
-    def insert(self, node: Node, fp: int, parent: int, action: int) -> bool:
-        """Add `node` if new and the quota allows; whether it was added."""
-        return self.index(node, fp) < 0 and self._admit(node, fp, parent, action) >= 0
-
     def _admit(self, node: Node | None, fp: int, parent: int, action: int) -> int:
         """Add new `node` if the quota allows; its index, or `_TURNED_AWAY`."""
         if self.quota is not None:
@@ -198,8 +172,8 @@ class Partition:
         return index
 
     def ref_of(self, node: object) -> int:
-        """The reference of this worker's visited or claimed `node`: index * workers + owner
-        (`PENDING` for a claim not answered yet)."""
+        """The reference of the node being expanded (`hold`), of a node this worker added, or
+        of a claimed `node`: index * workers + owner (`PENDING` for a claim not answered yet)."""
         if node is self._parent:
             return self._parent_ref
         if node is self._claimed:
@@ -207,26 +181,25 @@ class Partition:
         if self.nodes is None:
             return self.store.ref_of(node)
         index = self.index(node, self.store.fingerprint(node))  # type: ignore[arg-type]
-        assert index >= 0, "a parent is visited before its successors"
-        self._parent_ref = index * self.workers + self.me
-        self._parent = node
-        return self._parent_ref
+        assert index >= 0, "a node is added before its reference is asked for"
+        return index * self.workers + self.me
 
     def claims_for(self, owner: int) -> bytes:
         """This level's claims on worker `owner`'s nodes: (fingerprint's low and high 64 bits,
         parent reference, action) each."""
         return self.claims[owner].tobytes()
 
-    def answer(self, payload: bytes) -> bytes:
-        """Add each new node of another worker's claims (`claims_for`) if the quota allows;
-        per claim, its index here, `_SEEN` or `_TURNED_AWAY`."""
+    def answer(self, payload: bytes, nodes: list[Node] | None = None) -> bytes:
+        """Add each new node of another worker's claims (`claims_for`; with full states, their
+        `nodes`) if the quota allows; per claim, its index here, `_SEEN` or `_TURNED_AWAY`."""
         claims = array("Q")
         claims.frombytes(payload)
         answers = array("q")
         for k in range(0, len(claims), 4):
             fp = claims[k] | claims[k + 1] << 64
-            seen = self.store.find(fp) >= 0
-            answers.append(_SEEN if seen else self._admit(None, fp, claims[k + 2], claims[k + 3]))
+            node = None if nodes is None else nodes[k // 4]
+            seen = self.index(node, fp) >= 0  # type: ignore[arg-type]  # (a node, if exact)
+            answers.append(_SEEN if seen else self._admit(node, fp, claims[k + 2], claims[k + 3]))
         return answers.tobytes()
 
     def answered(self, owner: int, payload: bytes) -> int:
@@ -251,6 +224,7 @@ class Partition:
         self.queued_fps, self.queued_refs = _Fingerprints(self.store.bits), array("q")
         self.claims = [array("Q") for _ in range(self.workers)]
         self.claimed_at = [array("q") for _ in range(self.workers)]
+        self.claimed_nodes = [[] for _ in range(self.workers)]
         if self.nodes is not None or len(self.sent) > _KNOWN:
             self.sent = set()
         self._claimed = self._parent = None

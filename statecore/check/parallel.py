@@ -1,20 +1,16 @@
 """Exploration on every core: the frontier partitioned across processes.
 
-Each of N worker processes keeps the visited set of the nodes it owns, and
-expands a share of each depth level (`statecore.check.partition`, one
-worker's share):
-
-* with fingerprints, a node is owned by its fingerprint but expanded by the
-  worker that reached it: a successor another worker owns is *claimed* from
-  its owner (its fingerprint, parent and action) and stays where it was
-  reached, with what its parent's expansion learned; at each level's end the
-  workers send a few nodes to even out the next level's shares;
-* with full states, a node is owned by the positions `statecore.check.locality`
-  picks from a sample the coordinator explores first (else by hash), and a
-  successor another worker owns is sent to it whole, to judge and expand.
+Each of N worker processes keeps the visited set of the nodes it owns (by
+fingerprint, or with full states by hash), and expands a share of each depth
+level (`statecore.check.partition`, one worker's share). A node is expanded
+by the worker that reached it: a successor another worker owns is *claimed*
+from its owner (its fingerprint, parent and action; with full states the
+node too, for the owner to tell it apart exactly) and stays where it was
+reached, with what its parent's expansion learned; at each level's end the
+workers send a few nodes to even out the next level's shares.
 
 The search is level-synchronous: every worker expands depth d, exchanges
-claims or successors, and reports to the coordinating process before any
+claims, and reports to the coordinating process before any
 worker starts depth d + 1. So every node is reached by a shortest path and
 the counts, verdicts and counterexample lengths are those of one process.
 
@@ -54,17 +50,15 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
 from ..errors import DefinitionError
-from ..properties import EMPTY_MONITOR, Property
+from ..properties import Property
 from ..system import ActionLabel, System
 from ..traces.judge import HOLDS, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
-from .locality import SAMPLE, route_positions
 from .ownership import partition_of, process_hash
 from .partition import Finding, LevelReport, Plan, Share, kept_shares
 from .results import ExplorationInterrupted, Progress, Report
@@ -119,7 +113,7 @@ def _work(plan: Plan, me: int, conn: Connection, inboxes: Sequence[Any]) -> None
 class ParallelSearch:
     """The search of `statecore.check.explore` on `workers` processes; `run` gives its report."""
 
-    stable_routes = False  # forked workers route full states by their (shared) hash
+    stable_routes = False  # forked workers own full states by their (shared) hash
 
     def __init__(
         self,
@@ -170,7 +164,6 @@ class ParallelSearch:
     def run(self) -> Report:
         start = time.perf_counter()
         try:
-            self.plan = replace(self.plan, route=self._route())
             self._start()
             complete, stop = self._search(start)
             taken: Counter[Any] = Counter()
@@ -183,36 +176,6 @@ class ParallelSearch:
             raise ExplorationInterrupted(report) from None
         finally:
             self._close()
-
-    def _route(self) -> tuple[int, ...]:
-        """The positions nodes are routed by (`statecore.check.locality`), from a sample an
-        explorer of its own searches (so the judge's memos and values are untouched), of no
-        more states than the search may hold; by fingerprint on workers that are not forked
-        (their `hash` differs), or where the sample meets an error, which the workers then
-        meet and report as one process does.
-
-        The workers do not start from that explorer's memos: the sample goes deeper than a
-        bounded search or one that stops at a violation, and the values it met there would be
-        theirs (a value equal to one of them but not alike would turn the memos off).
-        """
-        if self.stable_routes or self.fingerprints:  # (fingerprints: a node stays where reached)
-            return ()
-        plan = self.plan
-        sample = SAMPLE if self.max_states is None else min(SAMPLE, self.max_states)
-        try:
-            sampler = plan.explorer_class(
-                plan.system, plan.properties, plan.symmetry, None, None, False, None
-            )
-            monitors = tuple(EMPTY_MONITOR for _ in sampler.monitors)
-            initial = [sampler._canon((state, *monitors)) for state in self.system.init_states()]
-            return route_positions(
-                initial, sampler.successors, sampler._canon, self.workers, sample
-            )
-        except Exception:
-            return ()
-        finally:
-            sampler = None
-            gc.collect()  # its memos, before the workers are forked with this process's memory
 
     # -- the workers, as forked processes ---------------------------------------------
 

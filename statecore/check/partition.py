@@ -1,27 +1,25 @@
 """One worker's share of a partitioned search, whatever carries messages between workers.
 
 A worker owns the nodes of its partition of the visited set (`Partition`):
-with fingerprints, those whose fingerprint falls to it (`ownership.partition_of`);
-with full states, those `Plan.route` sends it (by default, by hash). It
-expands its share of each depth level with the one-process explorer's own
-code; only where a finding is reported does it differ, noting the node's
-reference instead of building a trace (the coordinator rebuilds it).
+those whose fingerprint (with full states, hash) falls to it
+(`ownership.partition_of`). It expands its share of each depth level with the
+one-process explorer's own code; only where a finding is reported does it
+differ, noting the node's reference instead of building a trace (the
+coordinator rebuilds it).
 
-With full states, a successor another worker owns is sent to it whole,
-and the owner adds it if new, judges it and expands it. With fingerprints
-the successor stays: it is claimed from its owner, judged and queued at
-once, and expanded by the worker that reached it, unless the owner turns the
-claim down (`Partition`); the nodes to expand are then evened out (`moves`).
+A successor another worker owns stays where it was reached: it is claimed
+from its owner (with full states, the node goes with the claim, for the
+owner to tell it apart exactly), judged and queued at once, and expanded by
+the worker that reached it, unless the owner turns the claim down
+(`Partition`); the nodes to expand are then evened out (`moves`).
 
 What carries the messages is the caller's: `Share` puts them in the other
 workers' inboxes and reads its own (queues between forked processes in
 `statecore.check.parallel`, actor calls on a Ray cluster in
-`statecore.check.ray_search`). Full states travel as ``(sender, index,
-batch)``, then ``(sender, count, None)`` once a sender has sent its `count`
-batches of a level, read in sender and index order. Claims travel as
-``(sender, kind, bytes)``, one message of each kind (claims, answers, counts,
-nodes) per pair of workers and level, in that order; one of a later kind
-from a worker ahead waits until its turn.
+`statecore.check.ray_search`). They travel as ``(sender, kind, bytes)``, one
+message of each kind (claims, answers, counts, nodes) per pair of workers
+and level, in that order; one of a later kind from a worker ahead waits
+until its turn.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
-from .ownership import DEAD, PENDING, Item, Partition, process_hash
+from .ownership import DEAD, PENDING, Partition, process_hash
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -48,7 +46,6 @@ __all__ = ["Finding", "LevelReport", "OrbitMinimum", "Plan", "Share", "kept_shar
 Node = tuple[Any, ...]
 _CLAIMS, _ANSWERS, _COUNTS, _NODES = range(4)  # the messages of a level's exchange, in order
 _SLACK = 32  # nodes a worker may have to expand over an even share, left uneven
-_BATCH = 20_000  # successors sent to another worker in one message at most
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 
 
@@ -56,11 +53,10 @@ _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 class Plan:
     """What every worker of one search is told: the system and how to search it.
 
-    `stable_routes`, where the workers are not forked from one process: route
+    `stable_routes`, where the workers are not forked from one process: own
     full states by their fingerprint, and pick each orbit's representative
-    by `OrbitMinimum`, both the same in every process. `route`, with full states, the
-    positions a node's owner is worked out from (`statecore.check.locality`; empty: its
-    hash, or fingerprint).
+    by `OrbitMinimum`, both the same in every process (forked workers own full
+    states by their hash, which they share).
     """
 
     explorer_class: type
@@ -71,7 +67,6 @@ class Plan:
     workers: int
     fingerprints: int
     stable_routes: bool = False
-    route: tuple[int, ...] = ()
 
 
 class OrbitMinimum:
@@ -206,7 +201,7 @@ class Share:
         # No states kept (fingerprints): the levels are packed.
         packed = plan.fingerprints and self.explorer.por is None
         parts = Parts.of(plan.system, len(self.explorer.monitors)) if packed else None
-        self.part = Partition(store, not plan.fingerprints, plan.route)
+        self.part = Partition(store, not plan.fingerprints)
         self.explorer.parts = parts
         self.explorer.parents = self.part
         self.findings: list[Finding] = []
@@ -217,7 +212,6 @@ class Share:
         self.hints: list[NodeHint | None] | None = None
         self.base = -1  # the depth of the level being expanded (-1: the initial nodes)
         self.current: Node | None = None  # the node being expanded
-        self.arrival: Node | None = None  # the node sent by another worker being judged
         # Findings on claimed nodes: each with its node's place in the level, and the result
         # the explorer settled it with, held back until the claim stands (`_settle`).
         self.pending: list[tuple[Finding, int, PropertyResult | None]] = []
@@ -287,24 +281,17 @@ class Share:
                     deeper_hints = self._expand(deeper, kept, report)
                 except Exception:
                     with contextlib.suppress(Exception):  # the other workers wait for this one
-                        if part.nodes is None:
-                            self._trade_claims(deeper, None)
-                        else:
-                            self._exchange()
+                        self._trade_claims(deeper, None)
                     raise
                 self.current = None
                 stage = "exchange"
-                if part.nodes is None:
-                    live = self._trade_claims(deeper, deeper_hints)
-                else:
-                    stage = "state"
-                    self._take(self._exchange(), deeper, deeper_hints)
+                live = self._trade_claims(deeper, deeper_hints)
         except Asymmetry as exc:
             report.error = ("asymmetry", exc.reason, 0)
         except NotInterchangeable as exc:
             report.error = ("values", exc.reason, 0)
         except Exception:
-            node = self.arrival if stage == "state" else self.current
+            node = self.current
             ref = ROOT if node is None else part.ref_of(node)
             report.error = (stage, traceback.format_exc(), ref)
         self.frontier = deeper
@@ -328,12 +315,6 @@ class Share:
         more new nodes than the bound allows, and one process would have turned the others
         away. They stay stored, but are never expanded; what was found on them stands (each
         is a reachable state, its trace a real one)."""
-        if self.part.nodes is not None:  # (full states: every node of the frontier is live)
-            assert isinstance(self.frontier, list)  # (packed only with fingerprints)
-            del self.frontier[keep:]
-            if self.hints is not None:
-                del self.hints[keep:]
-            return
         refs = self.part.frontier_refs
         for index, ref in enumerate(refs):
             if ref != DEAD:
@@ -349,14 +330,12 @@ class Share:
         `deeper`'s hints to go on filling (`expand_hinted`)."""
         part, explorer, hints = self.part, self.explorer, self.hints
         deeper_hints = kept
-        claimed = part.nodes is None
         refusals = explorer.refusals
         noted = 0
         for index, current in enumerate(self.frontier):
-            if claimed:
-                if part.frontier_refs[index] == DEAD:
-                    continue
-                part.hold(current, index)
+            if part.frontier_refs[index] == DEAD:
+                continue
+            part.hold(current, index)
             self.current, explorer.at = current, index
             deeper_hints = expand_hinted(
                 explorer._expand, current, index, deeper, hints, deeper_hints
@@ -373,35 +352,26 @@ class Share:
         explorer.at = -1
         return deeper_hints
 
-    def _take(
-        self,
-        received: list[tuple[int, list[Item]]],
-        deeper: Level,
-        deeper_hints: list[NodeHint | None] | None,
-    ) -> None:
-        """With full states: add the successors other workers sent that are new here, judge
-        them and queue them (without hints)."""
-        part, explorer = self.part, self.explorer
-        for item in part.arrived(received):
-            if part.insert(*item):
-                self.arrival = item[0]
-                deeper.append(item[0])
-                if deeper_hints is not None:
-                    deeper_hints.append(None)
-                if explorer.state_props:
-                    explorer._check_state(item[0])
-
     def _trade_claims(self, deeper: Level, deeper_hints: list[NodeHint | None] | None) -> int:
         """Send this level's claims to their owners, answer theirs, and take the answers: drop
         what was found on a node turned down, give the others their references. Then even
         out the nodes each worker has to expand (`moves`). The nodes of `deeper` to expand."""
         part = self.part
         others = [w for w in range(part.workers) if w != self.me]
+        failure: Exception | None = None
         for owner in others:
-            self.inboxes[owner].put((self.me, _CLAIMS, part.claims_for(owner)))
+            payload = part.claims_for(owner)
+            if part.nodes is not None:  # full states: each claim's node goes with it
+                try:
+                    payload = self.dumps((payload, part.claimed_nodes[owner]))
+                except Exception as exc:  # the owner waits for it all the same
+                    failure, payload = exc, self.dumps((b"", []))
+            self.inboxes[owner].put((self.me, _CLAIMS, payload))
         claims = self._gather(_CLAIMS)
         for sender in others:  # (the first claim on a node, in worker order, is the one added)
-            self.inboxes[sender].put((self.me, _ANSWERS, part.answer(claims[sender])))
+            got = claims[sender]
+            answer = part.answer(got) if part.nodes is None else part.answer(*self.loads(got))
+            self.inboxes[sender].put((self.me, _ANSWERS, answer))
         answers = self._gather(_ANSWERS)
         live = len(deeper) - sum(part.answered(owner, answers[owner]) for owner in others)
         dropped: list[Finding] = []
@@ -414,7 +384,10 @@ class Share:
         self.pending = []
         if dropped:
             self.findings = [f for f in self.findings if all(f is not d for d in dropped)]
-        return self._even_out(deeper, deeper_hints, live)
+        live = self._even_out(deeper, deeper_hints, live)
+        if failure is not None:
+            raise failure
+        return live
 
     def _even_out(
         self, deeper: Level, deeper_hints: list[NodeHint | None] | None, live: int
@@ -435,11 +408,11 @@ class Share:
         failure: Exception | None = None
         for sender, receiver, count in plan:
             if sender == self.me:
-                items: list[Item] = []
+                items: list[tuple[Node, int, int]] = []  # node, fingerprint, reference
                 while len(items) < count:
                     place -= 1
                     if refs[place] != DEAD:
-                        items.append((deeper[place], part.queued_fps[place], refs[place], 0))
+                        items.append((deeper[place], part.queued_fps[place], refs[place]))
                         refs[place] = DEAD
                 try:
                     payload = self.dumps(items)
@@ -449,7 +422,7 @@ class Share:
                 live -= count
         for sender, receiver, _ in plan:  # (one message from each sender, in plan order)
             if receiver == self.me:
-                for node, fp, ref, _ in self.loads(self._gather(_NODES, sender)[sender]):
+                for node, fp, ref in self.loads(self._gather(_NODES, sender)[sender]):
                     deeper.append(node)
                     if deeper_hints is not None:
                         deeper_hints.append(None)
@@ -472,35 +445,3 @@ class Share:
             assert payload is not None
             mail[got, k] = payload
         return {w: mail.pop((w, kind)) for w in want}
-
-    def _exchange(self) -> list[tuple[int, list[Item]]]:
-        """Send every queued successor to its owner; the batches sent here, each with its
-        sender, in worker order."""
-        part = self.part
-        failure: Exception | None = None
-        for owner in range(part.workers):
-            if owner != self.me:
-                sent = 0
-                try:
-                    for batch in part.batches(owner, _BATCH):
-                        self.inboxes[owner].put((self.me, sent, self.dumps(batch)))
-                        sent += 1
-                except Exception as exc:
-                    failure = exc
-                self.inboxes[owner].put((self.me, sent, None))  # the end of this level, always
-        part.outbox = part.new_outbox()
-        part.sent = set()
-        received: dict[int, dict[int, bytes]] = {w: {} for w in range(part.workers)}
-        expected: dict[int, int] = {}
-        while len(expected) < part.workers - 1 or any(
-            len(received[w]) < count for w, count in expected.items()
-        ):
-            sender, index, payload = self.inboxes[self.me].get()
-            if payload is None:
-                expected[sender] = index
-            else:
-                received[sender][index] = payload
-        if failure is not None:
-            raise failure
-        order = [(w, i) for w in sorted(received) for i in sorted(received[w])]
-        return [(w, self.loads(received[w][i])) for w, i in order]

@@ -3,9 +3,9 @@
 It is `statecore.check.parallel`'s search with Ray actors for worker
 processes: each actor owns the nodes whose fingerprint falls in its
 partition (`statecore.check.partition`) and expands its share of each depth
-level. With fingerprints it claims the successors another actor owns and
-keeps them; with full states it sends them to their owners, batch by batch.
-Either goes straight to the other actors, as actor calls (`_Actor.deliver`;
+level. It claims the successors another actor owns and keeps them (with
+full states, the claims carry the states). Claims go straight to the other
+actors, as actor calls (`_Actor.deliver`;
 Ray moves large messages through its object store, between machines too). The coordinator, in the
 calling process, only sends each level's command and merges the reports, so
 the counts, verdicts and counterexample lengths are those of one process.
@@ -15,8 +15,8 @@ The actors are not forked from the caller, so:
 * each builds the system itself from `build` (a function Ray can pickle and
   every node can import: a bundled target's ``load``, say), and nodes travel
   as `statecore.check.transfer.Codec` pickles them;
-* full states are routed by their fingerprint, which is the same in every
-  process (a fingerprint search routes by it anyway); so a state must have a
+* full states are owned by their fingerprint, which is the same in every
+  process (a fingerprint search owns them by it anyway); so a state must have a
   canonical encoding (`statecore.check.fingerprints`) even without
   ``fingerprints``;
 * ``hash`` differs between them, so under symmetry reduction the actors
