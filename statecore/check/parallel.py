@@ -30,8 +30,11 @@ pass it keeps as many as one process would keep, shared out in proportion
 (`kept_shares`), and the others are never expanded. So the count, the depth
 and whether the search was complete are one process's, but the states kept
 on the last level are not the same ones (what was found on those dropped
-stands: each is a reachable state, its trace real). Of several equally
-short counterexamples the workers may report another one. Partial-order
+stands: each is a reachable state, its trace real). The workers judge
+those states, and claims the bound turns away, where one process judges
+neither: a model that tells its ids apart only there is searched without
+symmetry on the workers (with its note), with it on one process. Of several
+equally short counterexamples the workers may report another one. Partial-order
 reduction does not run on several workers yet (refused).
 
 Workers are forked (they share the loaded system and the per-process hash
