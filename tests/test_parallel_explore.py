@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import re
+import signal
 from array import array
 from typing import Any
 
@@ -523,6 +524,65 @@ def test_a_value_that_cannot_be_pickled_is_named_in_one_line() -> None:
     assert str(failed.value) == (
         "explore: a value in the states of 'boxes' cannot go from one worker to another "
         "(AttributeError: Can't pickle local object "
-        "'test_a_value_that_cannot_be_pickled_is_named_in_one_line.<locals>.Box'); define "
-        "its type at a module's top level, where pickle finds it, or search on one worker"
+        "'test_a_value_that_cannot_be_pickled_is_named_in_one_line.<locals>.Box'); make it a "
+        "value pickle writes and reads back (its type defined at a module's top level, say), "
+        "or search on one worker"
     )
+
+
+def _cannot_rebuild(value: int) -> Any:
+    raise ValueError(f"cannot rebuild Unloadable({value})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Unloadable:
+    """A value that pickles, but cannot be unpickled."""
+
+    value: int
+
+    def __reduce__(self) -> Any:
+        return (_cannot_rebuild, (self.value,))
+
+
+@pytest.mark.parametrize("bits", [0, 64])
+def test_a_state_that_cannot_be_unpickled_fails_the_search_and_none_waits(bits: int) -> None:
+    """Where the states claimed from a worker cannot be read back there, it still answers the
+    claims (the worker that sent them used to wait for ever), and the search fails with a
+    one-line error; with fingerprints, where only the values made travel, it names the value
+    and the way out."""
+
+    def spread(k: int) -> Any:
+        def run(tx: Tx) -> None:
+            tx.require(tx.get("s") is None)
+            tx.set("s", Unloadable(k))
+
+        return run
+
+    system = System(
+        "unloadable",
+        components=[],
+        globals=[Global("s", None)],
+        actions=[Action(f"spread{k}", "a", spread(k)) for k in range(50)],
+    )
+    assert explore(system, fingerprints=bits).states == 51
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the search hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with pytest.raises((RuntimeError, parallel.UnpicklableValue)) as failed:
+            explore(system, fingerprints=bits, workers=2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    error = r"ValueError: cannot rebuild Unloadable\(\d+\)"
+    if not bits:
+        expected = rf"a worker failed to exchange states or claims: {error}"
+    else:
+        expected = (
+            rf"explore: a value in the states of 'unloadable' cannot go from one worker to "
+            rf"another \({error}\); make it a value pickle writes and reads back .*"
+        )
+    assert re.fullmatch(expected, str(failed.value))

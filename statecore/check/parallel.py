@@ -54,7 +54,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import DefinitionError
 from ..properties import Property
@@ -276,7 +276,11 @@ class ParallelSearch:
             if report.error is not None:
                 self._raise(*report.error, command)
         for report in reports:  # one worker's value may be equal to another's, and differ
-            for made in self.decode(report.values):
+            try:
+                values = self.decode(report.values)
+            except Exception as exc:  # (pickled, but it cannot be read back)
+                self._raise("pickle", f"{type(exc).__name__}: {exc}", ROOT, command)
+            for made in values:
                 judge.values.add(*made)
         self.states = sum(r.states for r in reports) - self.dropped
         self.transitions = judge.transitions = sum(r.transitions for r in reports)
@@ -323,7 +327,7 @@ class ParallelSearch:
         self.judge.parents = chain
         return node, last
 
-    def _raise(self, kind: str, message: str, ref: int, command: str) -> None:
+    def _raise(self, kind: str, message: str, ref: int, command: str) -> NoReturn:
         """Raise, in this process, the error a worker met (as one process would word it)."""
         if kind == "asymmetry":
             raise Asymmetry(message)
@@ -335,8 +339,8 @@ class ParallelSearch:
         if kind == "pickle":
             raise UnpicklableValue(
                 f"explore: a value in the states of {self.system.name!r} cannot go from one "
-                f"worker to another ({message}); define its type at a module's top level, "
-                "where pickle finds it, or search on one worker"
+                f"worker to another ({message}); make it a value pickle writes and reads "
+                "back (its type defined at a module's top level, say), or search on one worker"
             )
         judge = self.judge
         if kind == "init" or ref == ROOT:

@@ -369,8 +369,11 @@ class Share:
             self.inboxes[owner].put((self.me, _CLAIMS, payload))
         claims = self._gather(_CLAIMS)
         for sender in others:  # (the first claim on a node, in worker order, is the one added)
-            got = claims[sender]
-            answer = part.answer(got) if part.nodes is None else part.answer(*self.loads(got))
+            got, answer = claims[sender], b""
+            try:
+                answer = part.answer(got) if part.nodes is None else part.answer(*self.loads(got))
+            except Exception as exc:  # the sender waits for an answer all the same
+                failure = failure or exc
             self.inboxes[sender].put((self.me, _ANSWERS, answer))
         answers = self._gather(_ANSWERS)
         live = len(deeper) - sum(part.answered(owner, answers[owner]) for owner in others)
