@@ -20,7 +20,8 @@ is reported does it differ, noting the node's reference instead of building
 a trace. The coordinator picks, per property, the shortest finding of the
 level (as one process would) and rebuilds its trace from the parents the
 workers keep, by replay. A worker's model error is replayed the same way,
-so it reads as one process's error, trace included.
+so it reads as one process's error, trace included (of several errors met
+on one level, the workers may report another one, with a trace as long).
 
 Where one process stops part-way through a level, the workers stop at its
 end: with ``stop_on_violation`` they may report more violations than one
