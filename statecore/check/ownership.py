@@ -43,10 +43,10 @@ def process_hash(node: Hashable) -> int:
 class Partition:
     """A worker's visited set, answering the explorer's ``parents`` questions.
 
-    The worker that owns a node (`owner`) keeps it in its visited set: its
-    fingerprint, or with full states (`exact`) the node too, in a dict beside
-    the fingerprints (process hashes then), for results that do not depend on
-    hashes.
+    The worker that owns a node (`partition_of` its fingerprint) keeps it in
+    its visited set: its fingerprint, or with full states (`exact`) the node
+    too, in a dict beside the fingerprints (process hashes then), for results
+    that do not depend on hashes.
 
     A successor another worker owns is *claimed* from it: its fingerprint,
     parent and action go to the owner (with full states, the node too), and
@@ -106,13 +106,9 @@ class Partition:
         """`FingerprintStore.reached`."""
         self.store.reached(raw, node, nxt, writes, step)
 
-    def owner(self, node: Node, fp: int) -> int:
-        """The worker that keeps `node`, of fingerprint `fp`, in its visited set."""
-        return partition_of(fp, self.workers)
-
     def __contains__(self, node: Node) -> bool:
         fp = self.store.fp_of(node)
-        if self.owner(node, fp) != self.me:
+        if partition_of(fp, self.workers) != self.me:
             return True  # another worker's: not this one's to add
         return self.index(node, fp) >= 0
 
@@ -125,7 +121,7 @@ class Partition:
         """`entry` if `node` is to be queued: new here (added), or claimed from its owner;
         else None (seen, or claimed already)."""
         fp = self.store.fp_of(node)
-        owner = self.owner(node, fp)
+        owner = partition_of(fp, self.workers)
         if owner == self.me:
             if self.index(node, fp) >= 0:
                 return None
