@@ -171,7 +171,7 @@ def test_a_mutant_changes_its_point_and_nothing_else() -> None:
 
 
 def _reachable(system: System) -> set[object]:
-    from statecore.check.explore import reachable
+    from statecore.check.reachable import reachable
 
     return reachable(system)  # type: ignore[return-value]
 

@@ -38,8 +38,8 @@ from statecore.check.explore import (
     PropertyResult,
     Report,
     explore,
-    reachable,
 )
+from statecore.check.reachable import reachable
 from statecore.check.symmetry import Canonicalizer, canonical, rename_state, renamings
 from statecore.errors import TransitionError
 from statecore.properties import Property, always, eventually, monitor, sometimes

@@ -20,7 +20,8 @@ from test_explore import check_trace_shows
 
 from statecore import Event, Machine, State, Transition, out
 from statecore.check import symmetry_guard
-from statecore.check.explore import VIOLATED, explore, reachable
+from statecore.check.explore import VIOLATED, explore
+from statecore.check.reachable import reachable
 from statecore.check.stepcache import SuccessorCache, run_attempt
 from statecore.check.symmetry import Canonicalizer, rename, rename_state, renamings
 from statecore.check.symmetry_guard import Asymmetry, SymmetryGuard

@@ -15,6 +15,7 @@ import pytest
 from test_symmetry_soundness import W0, W1, workers
 
 from statecore.check import explore as explore_module
+from statecore.check.reachable import reachable
 from statecore.check.symmetry_guard import Asymmetry
 from statecore.properties import always
 from statecore.system import StateView, System, SystemState
@@ -34,7 +35,7 @@ def state_where(system: System, w0: str, w1: str) -> SystemState:
     """The reachable state with the two workers in `w0` and `w1`."""
     (state,) = (
         s
-        for s in explore_module.reachable(system)
+        for s in reachable(system)
         if (
             StateView(system, s).snapshot("worker", W0).state,
             StateView(system, s).snapshot("worker", W1).state,

@@ -205,6 +205,19 @@ def test_the_state_bound_keeps_as_many_states_as_one_process(cluster: Any, off: 
 
 
 @needs_ray
+def test_the_depth_bound_reports_what_one_process_reports(cluster: Any) -> None:
+    """Cut at depth 12 of chunk_transfer's 30: the states within it, their transitions and
+    coverage, the verdicts and the note, as one process; no cut at the space's depth."""
+    build = factory("chunk_transfer")
+    one = explore(build(), stop_on_violation=False, max_depth=12)
+    report = ray_explore(build, workers=2, stop_on_violation=False, max_depth=12)
+    assert summary(report) == summary(one)
+    assert (report.stop, report.depth, report.complete) == ("max_depth", 12, False)
+    whole = ray_explore(build, workers=2, stop_on_violation=False, max_depth=1000)
+    assert (whole.stop, whole.complete) == ("", True)
+
+
+@needs_ray
 def test_more_workers_than_the_cluster_has_cpus_are_refused_in_one_line(cluster: Any) -> None:
     with pytest.raises(RayError, match="3 workers, but the cluster has 2 CPUs"):
         ray_explore(factory("segments"), workers=3)

@@ -19,7 +19,8 @@ from system_strategies import SystemSpec, build_system, systems
 from test_symmetry_soundness import W1, WORKERS, spawn_all, workers
 
 from statecore import Event, Field, Machine, State, Transition, Var
-from statecore.check.explore import explore, reachable
+from statecore.check.explore import explore
+from statecore.check.reachable import reachable
 from statecore.check.renamed_view import RenamedView
 from statecore.check.symmetry import Canonicalizer, rename_state, renamings
 from statecore.errors import ActionError

@@ -47,7 +47,8 @@ from statecore.models.request import request_machine
 
 from statecore import REJECTED, TransitionError, step
 from statecore.adapter import Adapter
-from statecore.check.explore import HOLDS, VACUOUS, VIOLATED, Report, explore, reachable
+from statecore.check.explore import HOLDS, VACUOUS, VIOLATED, Report, explore
+from statecore.check.reachable import reachable
 from statecore.errors import ActionError
 from statecore.fuzzing.fuzz import fuzz, replay_with_adapter
 from statecore.registry import Target, bundled_adapters, resolve_adapter

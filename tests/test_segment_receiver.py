@@ -23,8 +23,9 @@ from statecore.models import segment as sg
 from statecore.models.segment_actions import ACTIVE
 
 from statecore.check.adequacy import adequacy
-from statecore.check.explore import HOLDS, VIOLATED, explore, reachable
+from statecore.check.explore import HOLDS, VIOLATED, explore
 from statecore.check.mutation import mutants
+from statecore.check.reachable import reachable
 from statecore.definition import Snapshot
 from statecore.registry import Target
 from statecore.semantics import step

@@ -33,7 +33,7 @@ import gc
 import time
 from collections import Counter
 from collections import _count_elements as _count  # type: ignore[attr-defined]
-from collections.abc import Callable, Hashable, MutableMapping
+from collections.abc import Callable, MutableMapping
 
 from ..errors import ActionRaisedError, ModelError
 from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
@@ -80,7 +80,6 @@ __all__ = [
     "PropertyResult",
     "Report",
     "explore",
-    "reachable",
     "resident_memory",
 ]
 
@@ -99,24 +98,25 @@ def explore(
     progress: Callable[[Progress], None] | None = None,
     fingerprints: int = 0,
     workers: int = 1,
+    max_depth: int | None = None,
 ) -> Report:
     """Explore `system` breadth-first and judge its properties.
 
     With `por`, only an ample subset of the actions is taken from each state (partial-order
     reduction, `statecore.check.reduction`: the same verdicts). `max_states` bounds the number of
     distinct states and `max_memory` the process's resident memory in bytes (the report is then
-    incomplete unless the space was smaller). With `stop_on_violation` the search stops at the
-    first violation; otherwise it runs on and reports the first (shortest) violation of every
-    property. Ctrl-C raises `ExplorationInterrupted` with the partial report; a misbehaving model
-    raises `ModelError`. `fingerprints` (64 or 128) keeps that many bits per state instead of the
-    state (`statecore.check.fingerprints`) and packs each level (`statecore.check.frontier`); 0,
-    the default, keeps full states: exact. `workers` > 1 searches on that many processes
-    (`statecore.check.parallel`).
+    incomplete unless the space was smaller). `max_depth` keeps the states within that many steps
+    of an initial state: each is judged and its steps taken, none first met deeper is kept (the
+    report is then incomplete, stopped by ``max_depth``, unless the space is no deeper). With
+    `stop_on_violation` the search stops at the first violation; otherwise it runs on and reports
+    the first (shortest) violation of every property. Ctrl-C raises `ExplorationInterrupted` with
+    the partial report; a misbehaving model raises `ModelError`. `fingerprints` (64 or 128) keeps
+    that many bits per state instead of the state (`statecore.check.fingerprints`) and packs each
+    level (`statecore.check.frontier`); 0, the default, keeps full states: exact. `workers` > 1
+    searches on that many processes (`statecore.check.parallel`).
     """
-    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
-        if bound is not None and bound <= 0:
-            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
-    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
+    _results.check_bounds(max_states, max_memory, max_depth)
+    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints, max_depth)
     make = _Explorer if workers == 1 else parallel_search(_Explorer, workers, por)
     # The visited set only grows, with no cycles: the cyclic collector would rescan it for nothing.
     enabled = gc.isenabled()
@@ -150,6 +150,7 @@ class _Explorer:
         stop_on_violation: bool,
         progress: Callable[[Progress], None] | None,
         fingerprints: int = 0,
+        max_depth: int | None = None,
         footprints: Footprints | None = None,
     ) -> None:
         self.system = system
@@ -176,7 +177,9 @@ class _Explorer:
             self.values.rename_by(self.canonicalizer.others(), self.canonicalizer.moved)
         self.max_states = max_states
         self.max_memory = max_memory
+        self.max_depth = max_depth
         self.stop = ""  # why the search stopped early, a key of STOPS
+        self.bound = ""  # the bound that turned a new state away first, a key of STOPS
         self.stop_on_violation = stop_on_violation
         self.progress = progress
         self.parents: MutableMapping[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
@@ -196,7 +199,7 @@ class _Explorer:
         self.taken: Counter[tuple[TakenTransition, ...]] = Counter()
         self.transitions = 0
         self.depth = 0
-        self.complete = True  # False once max_states turned a new state away
+        self.complete = True  # False once a bound turned a new state away
         self.violated = False
         self.last_report = 0.0
         self.state_props = self._undecided_state_props()  # to judge in each new state
@@ -242,7 +245,7 @@ class _Explorer:
         if not self.stop:  # a held-back refusal of an early stop might not be a shortest one
             self._commit_refusals()
             if not self.complete:
-                self.stop = "max_states"
+                self.stop = self.bound
 
     @property
     def hinted(self) -> bool:
@@ -335,7 +338,8 @@ class _Explorer:
         monitors = node[1:]
         canon = self.canonicalizer if self.symmetry else None
         limit = self.max_states
-        unbounded = limit is None
+        deepest = self.max_depth is not None and self.depth >= self.max_depth
+        unbounded = limit is None and not deepest
         for number, step_ in enumerate(steps):
             nxt: Node
             if not monitors:
@@ -356,8 +360,9 @@ class _Explorer:
                     continue  # seen before (one hash of the node, not two)
             elif nxt in parents:
                 continue
-            elif limit is not None and len(parents) >= limit:
+            elif deepest or (limit is not None and len(parents) >= limit):
                 self.complete = False
+                self.bound = self.bound or ("max_depth" if deepest else "max_states")
                 continue
             else:
                 parents[nxt] = entry
@@ -562,6 +567,8 @@ class _Explorer:
 
     def _report(self, complete: bool, seconds: float) -> Report:
         results = tuple(self._verdict(prop, complete) for prop in self.props)
+        stop = "" if complete else self.stop
+        bound = _results.bound_notes(stop, self.max_depth, self.por is not None)
         return Report(
             self.system,
             results,
@@ -572,8 +579,8 @@ class _Explorer:
             complete,
             self.symmetry,
             self._coverage(),
-            "" if complete else self.stop,
-            notes=store_notes(self.parents),
+            stop,
+            notes=(*store_notes(self.parents), *bound),
         )
 
     def _verdict(self, prop: Property, complete: bool) -> PropertyResult:
@@ -583,18 +590,3 @@ class _Explorer:
 
     def _coverage(self) -> tuple[Coverage, ...]:
         return _results.coverage_of(self.system, self.taken)
-
-
-def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
-    """Every reachable system state, in a set (equal ones are one there): for tests, tools."""
-    explorer = _Explorer(system, (), symmetry, None, None, False, None)
-    try:
-        try:
-            explorer.run()
-        except Asymmetry:
-            explorer = _Explorer(system, (), False, None, None, False, None)
-            explorer.run()
-    except NotInterchangeable:
-        explorer = _plain.without_memos(_Explorer(system, (), False, None, None, False, None))
-        explorer.run()
-    return {node[0] for node in explorer.parents}

@@ -34,7 +34,9 @@ on the last level are not the same ones (what was found on those dropped
 stands: each is a reachable state, its trace real). The workers judge
 those states, and claims the bound turns away, where one process judges
 neither: a model that tells its ids apart only there is searched without
-symmetry on the workers (with its note), with it on one process. Of several
+symmetry on the workers (with its note), with it on one process. Under
+``max_depth`` the workers expand the level at the bound with no room for a
+new state, as one process turns its successors away. Of several
 equally short counterexamples the workers may report another one. Partial-order
 reduction does not run on several workers yet (refused).
 
@@ -65,7 +67,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .ownership import partition_of, process_hash
 from .partition import Finding, LevelReport, Plan, Share, kept_shares
-from .results import ExplorationInterrupted, Progress, Report
+from .results import ExplorationInterrupted, Progress, Report, bound_notes
 from .symmetry_guard import Asymmetry
 from .transfer import loads
 from .values import NotInterchangeable
@@ -131,10 +133,12 @@ class ParallelSearch:
         stop_on_violation: bool,
         progress: Callable[[Progress], None] | None,
         fingerprints: int = 0,
+        max_depth: int | None = None,
     ) -> None:
         self.workers = workers
         self.system = system
         self.max_states = max_states
+        self.max_depth = max_depth
         self.stop_on_violation = stop_on_violation
         self.progress = progress
         self.fingerprints = fingerprints
@@ -230,26 +234,29 @@ class ParallelSearch:
     # -- the search --------------------------------------------------------------------
 
     def _search(self, start: float) -> tuple[bool, str]:
-        complete, depth, last_report = True, 0, start
+        complete, depth, last_report, bound = True, 0, start, ""
         command = "init"
         keep: list[int | None] = [None] * self.workers  # each worker's nodes to expand: all
         while True:
             # Every worker may add all the states left under the bound (one process keeps
             # every initial state): each has what it reaches, whatever the others reach.
-            quota = None if self.max_states is None or command == "init" else self._left()
+            # At the depth bound none: the level's new states are one step too deep.
+            deepest = command != "init" and self.max_depth is not None and depth >= self.max_depth
+            quota = 0 if deepest else self._quota(command)
             settled = {pid: r.verdict for pid, r in self.judge.results.items()}
             reports: list[LevelReport] = self._ask_all(
                 [(command, quota, settled, keep[me]) for me in range(self.workers)]
             )
             self._merge(reports, command)
-            complete = complete and not any(r.turned_away for r in reports)
+            if any(r.turned_away for r in reports):
+                complete, bound = False, bound or ("max_depth" if deepest else "max_states")
             new = sum(r.new for r in reports)
             keep = [None] * self.workers
             if quota is not None and new > quota:
                 keep = list(kept_shares([r.new for r in reports], quota))
                 self.states -= new - quota
                 self.dropped += new - quota
-                complete, new = False, quota
+                complete, new, bound = False, quota, bound or "max_states"
             if command != "init":
                 self.judge.depth = depth
                 depth += 1
@@ -262,8 +269,12 @@ class ParallelSearch:
                 sample = Progress(self.states, self.transitions, depth, new, last_report - start)
                 self.progress(sample)
             if not new:
-                return complete, "" if complete else "max_states"
+                return complete, bound
             command = "level"
+
+    def _quota(self, command: str) -> int | None:
+        """The new states each worker may add at the next level (None: any number)."""
+        return None if self.max_states is None or command == "init" else self._left()
 
     def _left(self) -> int:
         """How many more states the bound lets the search keep."""
@@ -372,6 +383,7 @@ class ParallelSearch:
                     "and expanded none of them"
                 )
             notes = (note,)
+        notes = (*notes, *bound_notes(stop, self.max_depth))
         return Report(
             self.system,
             results,

@@ -53,7 +53,7 @@ from .parallel import ParallelSearch
 from .partition import Finding, LevelReport, Plan, Share
 from .plain import note as note_of
 from .plain import without_memos
-from .results import Progress, Report, noted
+from .results import Progress, Report, check_bounds, noted
 from .symmetry_guard import Asymmetry
 from .transfer import Codec
 from .values import NotInterchangeable
@@ -82,6 +82,7 @@ def ray_explore(
     properties: tuple[Property, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
     fingerprints: int = 0,
+    max_depth: int | None = None,
 ) -> Report:
     """`statecore.check.explore.explore` on `workers` Ray actors (default: one per CPU).
 
@@ -94,9 +95,7 @@ def ray_explore(
     ray = _ray()
     if system is None:
         system = build()
-    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
-        if bound is not None and bound <= 0:
-            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
+    check_bounds(max_states, max_memory, max_depth)
     ids = None if properties is None else tuple(p.id for p in properties)
     unknown = set(ids or ()) - {p.id for p in system.properties}
     if unknown:
@@ -115,7 +114,7 @@ def ray_explore(
             f"Ray: {workers} workers, but the cluster has {cpus} CPUs and each worker holds "
             f"one; use at most {cpus} workers, or add machines to the cluster"
         )
-    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints)
+    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints, max_depth)
 
     def search(symmetric: bool) -> Report:
         pool = _pool(ray, workers)

@@ -439,7 +439,7 @@ def search(
 
     `explorer(system, properties, symmetry, *limits, footprints=...)` is one
     search (`limits`: max_states, max_memory, stop_on_violation, progress,
-    then any others); `explore` the unreduced search, run again for each
+    fingerprints, max_depth); `explore` the unreduced search, run again for each
     violated property, stopping at its first violation: its trace (a
     shortest one) replaces the reduced one. A bound may stop it first; the
     report's notes then say the trace may be longer than the shortest. A
@@ -468,6 +468,7 @@ def search(
             system,
             max_states=limits[0],
             max_memory=limits[1],
+            max_depth=limits[5],
             symmetry=symmetry,
             properties=properties,
             progress=progress,
@@ -485,6 +486,7 @@ def search(
             system,
             max_states=limits[0],
             max_memory=limits[1],
+            max_depth=limits[5],
             symmetry=symmetry,
             properties=(prop,),
         ).result(prop.id)

@@ -21,6 +21,8 @@ __all__ = [
     "Progress",
     "PropertyResult",
     "Report",
+    "bound_notes",
+    "check_bounds",
     "coverage_of",
     "final_verdict",
 ]
@@ -29,6 +31,7 @@ __all__ = [
 STOPS = {
     "violation": "the search stopped at the first violation",
     "max_states": "the search hit its state bound",
+    "max_depth": "the search hit its depth bound",
     "max_memory": "the search hit its memory bound",
     "interrupted": "the search was interrupted",
 }
@@ -136,6 +139,37 @@ def coverage_of(
         never = tuple(n for n in names if n not in found)
         result.append(Coverage(comp.name, comp.machine.name, found, never))
     return tuple(result)
+
+
+def check_bounds(max_states: int | None, max_memory: int | None, max_depth: int | None) -> None:
+    """Refuse a search's bounds that bound nothing: a count or size below one, a depth below 0."""
+    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
+        if bound is not None and bound <= 0:
+            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
+    if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
+        raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {max_depth!r}")
+
+
+def bound_notes(stop: str, max_depth: int | None, reduced: bool = False) -> tuple[str, ...]:
+    """What a search stopped by its depth bound (`stop`) explored, as `Report.notes`: none for
+    another stop. `reduced`: under partial-order reduction, whose ample sets leave some out."""
+    if stop != "max_depth" or max_depth is None:
+        return ()
+    return (_depth_note(max_depth, reduced),)
+
+
+def _depth_note(max_depth: int, reduced: bool) -> str:
+    within = f"within {max_depth:,} step{'' if max_depth == 1 else 's'} of an initial state"
+    if reduced:
+        return (
+            f"depth bound: the states the reduced search reached {within} were judged and "
+            "their ample steps taken (not every state that near: only an unreduced search "
+            "keeps them all)"
+        )
+    return (
+        f"depth bound: every state {within} was judged and its steps taken; "
+        "the states first met deeper were not kept"
+    )
 
 
 def final_verdict(

@@ -29,7 +29,7 @@ from ..check.explore import (
 from ..errors import StatecoreError
 from ..registry import Target, bundled, is_user_target
 from ..system import System
-from .check_bounds import memory_bound, memory_default_text, stop_text
+from .check_bounds import add_bound_arguments, memory_bound, require_bounds, stop_text
 from .check_jobs import Printed, jobs_for, side_by_side
 from .check_ray import add_ray_argument, check_ray_usage, on_ray
 from .common import (
@@ -42,7 +42,6 @@ from .common import (
     file_stem,
     never_taken,
     output_error,
-    require_positive_float,
     require_positive_int,
     require_writable_dir,
     resolve_target,
@@ -64,18 +63,7 @@ def add_check_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p_check.add_argument("targets", nargs="*", metavar="TARGET", help="name or module:object")
-    p_check.add_argument(
-        "--max-states", type=int, default=None, metavar="N", help="stop after N distinct states"
-    )
-    p_check.add_argument(
-        "--max-memory",
-        type=float,
-        default=None,
-        metavar="GB",
-        help="stop when the process holds GB gigabytes (default: "
-        + memory_default_text().replace("%", "%%")
-        + ")",
-    )
+    add_bound_arguments(p_check)
     p_check.add_argument("--trace-out", type=Path, default=None, metavar="DIR")
     p_check.add_argument(
         "--regression-out",
@@ -147,8 +135,7 @@ ERROR = "error"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    require_positive_int(args.max_states, "--max-states", "states", 1_000_000)
-    require_positive_float(args.max_memory, "--max-memory", "gigabytes", 4)
+    require_bounds(args)
     require_writable_dir(args.trace_out, "--trace-out")
     require_writable_dir(args.regression_out, "--regression-out")
     require_positive_int(args.jobs, "--jobs", "processes", 2)
@@ -271,6 +258,7 @@ class _CheckRun:
             report = run(
                 system,
                 max_states=self.args.max_states,
+                max_depth=self.args.max_depth,
                 max_memory=memory_bound(self.args),
                 symmetry=not self.args.no_symmetry,
                 por=self.args.por,

@@ -6,9 +6,46 @@ import argparse
 import os
 
 from ..check.explore import UNKNOWN, Report
+from .common import UsageError, require_positive_float, require_positive_int
 
 MEMORY_FRACTION = 0.75
 """The default ``--max-memory``: this share of the machine's physical memory."""
+
+
+def add_bound_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-states``, ``--max-depth`` and ``--max-memory``."""
+    parser.add_argument(
+        "--max-states", type=int, default=None, metavar="N", help="stop after N distinct states"
+    )
+    parser.add_argument(
+        "--max-depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep the states within N steps of an initial state: every one is judged, "
+        "none deeper is kept (a complete check to that depth)",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="stop when the process holds GB gigabytes (default: "
+        + memory_default_text().replace("%", "%%")
+        + ")",
+    )
+
+
+def require_bounds(args: argparse.Namespace) -> None:
+    """Refuse bounds that bound nothing, or a depth where nothing is explored level by level."""
+    require_positive_int(args.max_states, "--max-states", "states", 1_000_000)
+    if args.max_depth is not None and args.max_depth < 0:
+        raise UsageError(
+            f"--max-depth {args.max_depth}: must be 0 or more steps (e.g. --max-depth 20)"
+        )
+    if args.max_depth is not None and (args.adequacy or args.symbolic):
+        raise UsageError("--max-depth bounds an exploration: drop it with --adequacy or --symbolic")
+    require_positive_float(args.max_memory, "--max-memory", "gigabytes", 4)
 
 
 def memory_bound(args: argparse.Namespace | None) -> int | None:
@@ -49,6 +86,10 @@ def stop_text(report: Report, args: argparse.Namespace) -> str | None:
         return (
             f"stopped at --max-states {args.max_states}{before}; raise --max-states "
             f"to search further"
+        )
+    if report.stop == "max_depth":
+        return (
+            f"stopped at --max-depth {args.max_depth}{before}; raise --max-depth to search further"
         )
     if report.stop == "max_memory":
         bound = (memory_bound(args) or 0) / 2**30
