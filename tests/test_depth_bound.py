@@ -1,4 +1,5 @@
-"""A depth bound keeps exactly the states within that many steps, and judges each of them.
+"""A depth bound keeps exactly the states within that many steps, and judges each of them;
+a search any bound stops says how deep it was complete.
 
 `explore(max_depth=D)` is the unbounded breadth-first search cut after depth
 D: the same nodes up to depth D, and no deeper one; complete exactly where
@@ -6,6 +7,10 @@ the space is no deeper than D; each violation the unbounded search finds
 within reach found with a trace as long, none beyond reach. On several
 workers, with fingerprints and under symmetry it reports what one process
 reports; under partial-order reduction its note says what it did not keep.
+
+A search stopped by its state or memory bound, or interrupted, is complete to
+`Report.complete_depth`: every node of the unbounded search that near is
+kept, and every violation it finds that near is found, with a trace as long.
 """
 
 from __future__ import annotations
@@ -16,16 +21,25 @@ import pytest
 from golden_targets import systems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from system_strategies import SystemSpec, build_system
+from system_strategies import (
+    ActionSpec,
+    ComponentSpec,
+    MachineSpec,
+    PredSpec,
+    PropertySpec,
+    SystemSpec,
+    build_system,
+)
 from system_strategies import systems as random_systems
 from test_cli import run as run_cli
 from test_parallel_explore import assert_traces_real, summary
 
 from statecore.check.explore import _Explorer, explore
-from statecore.check.results import Report
+from statecore.check.results import ExplorationInterrupted, Report
 from statecore.check.symmetry_guard import Asymmetry
 from statecore.check.values import NotInterchangeable
-from statecore.system import System
+from statecore.properties import always
+from statecore.system import StateView, System
 
 Node = tuple[Any, ...]
 
@@ -80,7 +94,8 @@ def test_the_bound_cuts_the_unbounded_search_after_its_depth(
     assert report.complete == (deepest <= max_depth)
     assert report.stop == ("" if report.complete else "max_depth")
     assert report.depth == min(deepest, max_depth)
-    assert any(n.startswith("depth bound: every state within") for n in report.notes) == (
+    assert report.complete_depth == report.depth
+    assert any(n.startswith(f"complete to depth {max_depth}: every") for n in report.notes) == (
         not report.complete
     )
     for pid, (verdict, length) in lengths(full_report).items():
@@ -98,6 +113,70 @@ def _refusal(report: Report, pid: str) -> bool:
     """Whether `pid`'s violation is a monitor refusing a step (not a state, nor quiescence)."""
     result = report.result(pid)
     return result.property.kind == "monitor" and "left in hot state" not in result.detail
+
+
+def assert_complete_to(system: System, report: Report, explorer: Any) -> None:
+    """`report` (of `explorer`'s search) found every node and every finding of the unbounded
+    search within `report.complete_depth` steps; a refusal, one step further."""
+    full_report, full = searched(system, False, None)
+    depth = report.complete_depth
+    assert depth <= report.depth
+    assert {n for n, d in depths(full.parents).items() if d <= depth} <= set(explorer.parents)
+    for pid, (verdict, length) in lengths(full_report).items():
+        reach = depth + (1 if verdict == "violated" and _refusal(full_report, pid) else 0)
+        if verdict == "violated" and length is not None and length <= reach:
+            assert lengths(report)[pid] == (verdict, length)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.integers(1, 60))
+def test_a_state_bound_says_how_deep_the_search_was_complete(
+    spec: SystemSpec, max_states: int
+) -> None:
+    system = build_system(spec)
+    explorer = _Explorer(system, None, False, max_states, None, False, None)
+    try:
+        report = explorer.run()
+    except NotInterchangeable:
+        return
+    assert_complete_to(system, report, explorer)
+    if report.stop == "max_states":
+        assert f"complete to depth {report.complete_depth:,}: every state" in report.notes[-1]
+    one = explore(system, stop_on_violation=False, max_states=max_states)
+    many = explore(system, stop_on_violation=False, max_states=max_states, workers=2)
+    assert many.complete_depth == one.complete_depth
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.integers(1, 40), st.booleans())
+def test_a_search_stopped_part_way_through_a_level_is_complete_one_level_short(
+    spec: SystemSpec, after: int, interrupt: bool
+) -> None:
+    """Out of memory (or interrupted) while expanding a level: complete to the level before."""
+    system = build_system(spec)
+    explorer = _Explorer(system, None, False, None, None, False, None)
+    looks = iter(range(after, -1, -1))
+    if interrupt:  # Ctrl-C before the `after`-th expansion
+        expand = explorer._expand
+
+        def interrupted(*args: Any) -> None:
+            if not next(looks, 0):
+                raise KeyboardInterrupt
+            expand(*args)
+
+        explorer._expand = interrupted  # type: ignore[method-assign]
+    else:  # out of memory at the `after`-th look (one per level, after its first node)
+        explorer.max_memory = 1
+        explorer._out_of_memory = lambda: not next(looks, 0)  # type: ignore[method-assign]
+    try:
+        report = explorer.run()
+    except ExplorationInterrupted as stopped:
+        report = stopped.report
+    except NotInterchangeable:
+        return
+    assert_complete_to(system, report, explorer)
+    if report.stop in ("max_memory", "interrupted"):
+        assert report.complete_depth == explorer.depth - 1
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -120,6 +199,79 @@ def test_workers_bounded_by_depth_report_what_one_process_reports(
     assert summary(many) == summary(one)
     assert many.stop == one.stop
     assert_traces_real(system, many)
+
+
+# Two interchangeable ids, each spawned, then taken through a and b: a state of depth 3 at the
+# least has an instance in s2, and the property looks for one of k0's only.
+DEEP = SystemSpec(
+    components=(
+        ComponentSpec(
+            "c0",
+            MachineSpec(
+                "m0",
+                (("s0", False, False), ("s1", False, False), ("s2", False, False)),
+                (("s0", "a", "s1", ()), ("s1", "b", "s2", ())),
+            ),
+            "k",
+            2,
+            1,
+        ),
+    ),
+    global_=None,
+    actions=(
+        ActionSpec("spawn", "scheduler", False, "spawn", "c0", "a"),
+        ActionSpec("fa", "scheduler", False, "fire", "c0", "a"),
+        ActionSpec("fb", "scheduler", False, "fire", "c0", "b"),
+    ),
+    properties=(PropertySpec("p0", "always", PredSpec("key", "c0", "s2", "<=", 0, 0)),),
+    monitors=(),
+)
+
+
+def raises_in_s2(view: StateView[Any]) -> bool:
+    if any(snap.state == "s2" for _, snap in view.live("c0")):
+        raise RuntimeError("judged a state past the depth bound")
+    return True
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("bits", [0, 64])
+def test_workers_judge_no_state_past_the_depth_bound(bits: int, workers: int) -> None:
+    """At the bound a successor another worker owns is claimed, to learn whether it is new,
+    but not judged: a property that tells the ids apart only past the bound keeps symmetry on,
+    and one that raises there does not stop the search, as on one process."""
+    system = build_system(DEEP)
+    one = explore(system, stop_on_violation=False, max_depth=2, fingerprints=bits)
+    many = explore(system, stop_on_violation=False, max_depth=2, fingerprints=bits, workers=workers)
+    assert one.symmetry and summary(many) == summary(one)
+    raising = System(
+        "raising",
+        components=list(system.components),
+        actions=list(system.actions),
+        properties=[always("p0", "raises past the bound", raises_in_s2)],
+    )
+    one = explore(raising, stop_on_violation=False, max_depth=2, fingerprints=bits)
+    many = explore(
+        raising, stop_on_violation=False, max_depth=2, fingerprints=bits, workers=workers
+    )
+    assert summary(many) == summary(one)
+    assert (many.stop, many.results[0].verdict) == ("max_depth", "unknown")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.sampled_from([None, 0, 1, 2, 3]))
+def test_a_violation_on_the_last_level_ends_the_search_as_on_one_process(
+    spec: SystemSpec, max_depth: int | None
+) -> None:
+    """Stopping at a violation: where one process runs out of successors (the space, or the
+    depth bound) the workers say complete, or stopped by the bound, as it does, not stopped at
+    the violation. (Where one process stops part-way through a level they may differ: the
+    workers finish it.)"""
+    system = build_system(spec)
+    one = explore(system, max_depth=max_depth)
+    many = explore(system, max_depth=max_depth, workers=2)
+    if one.stop != "violation":
+        assert (many.complete, many.stop) == (one.complete, one.stop)
 
 
 @pytest.mark.parametrize("bits", [0, 64])

@@ -393,7 +393,8 @@ def test_a_fingerprint_search_keeps_at_most_40_bytes_a_state(workers: int) -> No
     report = explore(
         system, stop_on_violation=False, fingerprints=64, max_states=20_000, workers=workers
     )
-    found = re.search(r"\(([\d.]+) bytes each\)", report.notes[-1])
+    line = next(note for note in report.notes if note.startswith("fingerprints:"))
+    found = re.search(r"\(([\d.]+) bytes each\)", line)
     assert found is not None and float(found.group(1)) <= 40
     store = FingerprintStore(system, 64, lambda n: n, lambda m, o: (m, []))
     for fp in range(1, 20_001):

@@ -180,6 +180,8 @@ class _Explorer:
         self.max_depth = max_depth
         self.stop = ""  # why the search stopped early, a key of STOPS
         self.bound = ""  # the bound that turned a new state away first, a key of STOPS
+        self.cut = -1  # the depth expanded when it did (its successors were not all kept)
+        self.expanded = -1  # the deepest level expanded whole
         self.stop_on_violation = stop_on_violation
         self.progress = progress
         self.parents: MutableMapping[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
@@ -232,6 +234,7 @@ class _Explorer:
             self.at = -1  # a node expanded outside a level's loop has no index known
             if not going_on:
                 break
+            self.expanded = depth
             if not deeper:
                 break
             hints = deeper_hints
@@ -362,7 +365,8 @@ class _Explorer:
                 continue
             elif deepest or (limit is not None and len(parents) >= limit):
                 self.complete = False
-                self.bound = self.bound or ("max_depth" if deepest else "max_states")
+                if not self.bound:
+                    self.bound, self.cut = "max_depth" if deepest else "max_states", self.depth
                 continue
             else:
                 parents[nxt] = entry
@@ -568,7 +572,8 @@ class _Explorer:
     def _report(self, complete: bool, seconds: float) -> Report:
         results = tuple(self._verdict(prop, complete) for prop in self.props)
         stop = "" if complete else self.stop
-        bound = _results.bound_notes(stop, self.max_depth, self.por is not None)
+        depth = _results.complete_to(self.expanded, self.cut)
+        bound = _results.bound_notes(stop, depth, self.por is not None)
         return Report(
             self.system,
             results,
@@ -581,6 +586,7 @@ class _Explorer:
             self._coverage(),
             stop,
             notes=(*store_notes(self.parents), *bound),
+            complete_depth=depth,
         )
 
     def _verdict(self, prop: Property, complete: bool) -> PropertyResult:

@@ -22,6 +22,7 @@ Node = tuple[Any, ...]
 PENDING = -2  # the reference of a claimed node whose owner has not answered yet
 DEAD = -1  # of a claimed node its owner turned down: left in its level, never expanded
 _SEEN, _TURNED_AWAY = -1, -2  # an owner's answer to a claim on a node it has, or over quota
+_NOWHERE = -1  # where a claim of a closed level (`Partition.closed`) queued its node: nowhere
 _KNOWN = 1 << 20  # claims on other workers' nodes remembered, as their fingerprints, at most
 
 
@@ -71,6 +72,7 @@ class Partition:
         # of those the owner keeps already, whatever it answered (up to `_KNOWN`).
         self.sent: set[Hashable] = set()
         self.quota: int | None = None  # new nodes this level may still add
+        self.closed = False  # no worker may add a node this level: claims are not queued
         self.turned_away = False
         self._parent: object = None
         self._parent_ref = ROOT
@@ -119,7 +121,9 @@ class Partition:
         self, node: Node, entry: tuple[Node, ActionLabel] | None
     ) -> tuple[Node, ActionLabel] | None:
         """`entry` if `node` is to be queued: new here (added), or claimed from its owner;
-        else None (seen, or claimed already)."""
+        else None (seen, or claimed already). In a `closed` level a claim is sent, for its
+        owner to say whether the node was new (then the search is incomplete), but its node is
+        not queued, nor judged: one process turns it away unjudged."""
         fp = self.store.fp_of(node)
         owner = partition_of(fp, self.workers)
         if owner == self.me:
@@ -138,6 +142,9 @@ class Partition:
         self.claims[owner].extend((fp & ROOT, fp >> 64, *self._entry(entry)))
         if self.nodes is not None:
             self.claimed_nodes[owner].append(node)
+        if self.closed:
+            self.claimed_at[owner].append(_NOWHERE)
+            return None
         self.claimed_at[owner].append(len(self.queued_fps))
         self.queued_fps.append(fp)
         self.queued_refs.append(PENDING)
@@ -205,11 +212,13 @@ class Partition:
         answers.frombytes(payload)
         refs, lost, claims = self.queued_refs, 0, self.claims[owner]
         for k, (place, index) in enumerate(zip(self.claimed_at[owner], answers)):
+            if index == _TURNED_AWAY:
+                self.sent.discard(claims[4 * k] | claims[4 * k + 1] << 64)
+            if place == _NOWHERE:  # (a closed level's claim: its node was not queued)
+                continue
             if index < 0:
                 refs[place] = DEAD
                 lost += 1
-                if index == _TURNED_AWAY:
-                    self.sent.discard(claims[4 * k] | claims[4 * k + 1] << 64)
             else:
                 refs[place] = index * self.workers + owner
         return lost

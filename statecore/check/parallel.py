@@ -25,18 +25,23 @@ on one level, the workers may report another one, with a trace as long).
 
 Where one process stops part-way through a level, the workers stop at its
 end: with ``stop_on_violation`` they may report more violations than one
-process (each with a shortest trace) and more states. Under ``max_states``
+process (each with a shortest trace) and more states; where a level leaves
+nothing deeper, the search is over, violation or not, as on one process.
+Under ``max_states``
 each worker may add all that is left of the bound; a level whose new states
 pass it keeps as many as one process would keep, shared out in proportion
 (`kept_shares`), and the others are never expanded. So the count, the depth
 and whether the search was complete are one process's, but the states kept
 on the last level are not the same ones (what was found on those dropped
-stands: each is a reachable state, its trace real). The workers judge
-those states, and claims the bound turns away, where one process judges
-neither: a model that tells its ids apart only there is searched without
-symmetry on the workers (with its note), with it on one process. Under
-``max_depth`` the workers expand the level at the bound with no room for a
-new state, as one process turns its successors away. Of several
+stands: each is a reachable state, its trace real). On the level that
+passes the bound the workers judge those states, and claims the bound turns
+away, where one process judges neither: a model that tells its ids apart
+only there is searched without symmetry on the workers (with its note),
+with it on one process. A level with no room left at all (the state bound
+met, or ``max_depth`` reached) is *closed*: every worker expands it, turns
+away its own new successors and claims the others' only to learn whether
+they are new, judging none of them, as one process turns them away
+unjudged. Of several
 equally short counterexamples the workers may report another one. Partial-order
 reduction does not run on several workers yet (refused).
 
@@ -67,7 +72,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .ownership import partition_of, process_hash
 from .partition import Finding, LevelReport, Plan, Share, kept_shares
-from .results import ExplorationInterrupted, Progress, Report, bound_notes
+from .results import ExplorationInterrupted, Progress, Report, bound_notes, complete_to
 from .symmetry_guard import Asymmetry
 from .transfer import loads
 from .values import NotInterchangeable
@@ -165,6 +170,8 @@ class ParallelSearch:
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         self.states = 0
+        self.expanded = self.cut = -1  # as `_Explorer`'s: the deepest level expanded whole, and
+        # the depth expanded when a bound first turned a successor away
         self.dropped = 0  # states the workers stored past the bound, and then dropped
         self.transitions = 0
         self.store_bytes = 0
@@ -248,28 +255,32 @@ class ParallelSearch:
                 [(command, quota, settled, keep[me]) for me in range(self.workers)]
             )
             self._merge(reports, command)
-            if any(r.turned_away for r in reports):
-                complete, bound = False, bound or ("max_depth" if deepest else "max_states")
             new = sum(r.new for r in reports)
             keep = [None] * self.workers
             if quota is not None and new > quota:
                 keep = list(kept_shares([r.new for r in reports], quota))
                 self.states -= new - quota
                 self.dropped += new - quota
-                complete, new, bound = False, quota, bound or "max_states"
-            if command != "init":
-                self.judge.depth = depth
-                depth += 1
+                new = quota
+            turned = new < sum(r.new for r in reports) or any(r.turned_away for r in reports)
+            if turned and not bound:
+                bound, self.cut = "max_depth" if deepest else "max_states", depth
+            complete = complete and not turned
             if any(r.out_of_memory for r in reports):
+                if command != "init":
+                    self.judge.depth = depth
                 return False, "max_memory"
+            if command != "init":
+                self.judge.depth, self.expanded = depth, depth
+                depth += 1
+            if not new:  # the search is over, as it is on one process, violation or not
+                return complete, bound
             if self.stop_on_violation and self.judge.violated:
                 return False, "violation"
             if self.progress is not None and time.perf_counter() - last_report > 0.5:
                 last_report = time.perf_counter()
                 sample = Progress(self.states, self.transitions, depth, new, last_report - start)
                 self.progress(sample)
-            if not new:
-                return complete, bound
             command = "level"
 
     def _quota(self, command: str) -> int | None:
@@ -374,6 +385,7 @@ class ParallelSearch:
         judge.stop = stop
         results = tuple(judge._verdict(prop, complete) for prop in judge.props)
         notes: tuple[str, ...] = ()
+        complete_depth = complete_to(self.expanded, self.cut)
         if self.fingerprints:
             stored = self.states + self.dropped  # (each may collide with another)
             note = collision_note(self.fingerprints, stored, self.store_bytes)
@@ -383,7 +395,7 @@ class ParallelSearch:
                     "and expanded none of them"
                 )
             notes = (note,)
-        notes = (*notes, *bound_notes(stop, self.max_depth))
+        notes = (*notes, *bound_notes("" if complete else stop, complete_depth))
         return Report(
             self.system,
             results,
@@ -396,4 +408,5 @@ class ParallelSearch:
             judge._coverage(),
             stop,
             notes=notes,
+            complete_depth=complete_depth,
         )

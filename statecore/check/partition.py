@@ -264,6 +264,7 @@ class Share:
             if pid not in explorer.results:
                 self.settle(PropertyResult(props[pid], verdict, None, ""))
         part.quota, part.turned_away = quota, False
+        part.closed = quota == 0  # (every worker's: the depth bound, or the state bound met)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
         walks = explorer.hinted  # (a received node has none; a packed one keeps none)

@@ -23,6 +23,7 @@ __all__ = [
     "Report",
     "bound_notes",
     "check_bounds",
+    "complete_to",
     "coverage_of",
     "final_verdict",
 ]
@@ -83,6 +84,10 @@ class Report:
     coverage: tuple[Coverage, ...] = field(default=())
     stop: str = ""  # why the search stopped early (a key of `STOPS`), "" if it finished
     notes: tuple[str, ...] = ()  # what the user must know to read the verdicts
+    # Every state within this many steps of an initial state was judged and its steps taken
+    # (breadth-first, a stopped search is complete that deep): `depth` if it finished, -1 if
+    # not even the initial states were.
+    complete_depth: int = -1
 
     @property
     def ok(self) -> bool:
@@ -150,25 +155,30 @@ def check_bounds(max_states: int | None, max_memory: int | None, max_depth: int 
         raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {max_depth!r}")
 
 
-def bound_notes(stop: str, max_depth: int | None, reduced: bool = False) -> tuple[str, ...]:
-    """What a search stopped by its depth bound (`stop`) explored, as `Report.notes`: none for
-    another stop. `reduced`: under partial-order reduction, whose ample sets leave some out."""
-    if stop != "max_depth" or max_depth is None:
+def complete_to(expanded: int, cut: int) -> int:
+    """`Report.complete_depth` of a search whose deepest level expanded whole is `expanded`, and
+    whose bound first turned a successor away while expanding depth `cut` (-1: never)."""
+    return expanded if cut < 0 else min(cut, expanded)
+
+
+def bound_notes(stop: str, complete_depth: int, reduced: bool = False) -> tuple[str, ...]:
+    """How deep a search that a bound stopped (`stop`) was complete, as `Report.notes`: none
+    for one that finished or stopped at a violation. `reduced`: under partial-order
+    reduction, whose ample sets leave some states out."""
+    if stop in ("", "violation") or complete_depth < 0:
         return ()
-    return (_depth_note(max_depth, reduced),)
-
-
-def _depth_note(max_depth: int, reduced: bool) -> str:
-    within = f"within {max_depth:,} step{'' if max_depth == 1 else 's'} of an initial state"
+    steps = f"{complete_depth:,} step{'' if complete_depth == 1 else 's'}"
+    within = f"within {steps} of an initial state"
+    deeper = "; the states first met deeper were not kept" if stop == "max_depth" else ""
     if reduced:
         return (
-            f"depth bound: the states the reduced search reached {within} were judged and "
-            "their ample steps taken (not every state that near: only an unreduced search "
-            "keeps them all)"
+            f"complete to depth {complete_depth:,}: the states the reduced search reached "
+            f"{within} were judged and their ample steps taken (not every state that near: "
+            "only an unreduced search keeps them all)",
         )
     return (
-        f"depth bound: every state {within} was judged and its steps taken; "
-        "the states first met deeper were not kept"
+        f"complete to depth {complete_depth:,}: every state {within} was judged and its "
+        f"steps taken{deeper}",
     )
 
 

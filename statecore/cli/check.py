@@ -525,6 +525,7 @@ def _report_json(
         "seconds": round(report.seconds, 4),
         "states_per_s": round(report.rate, 1),
         "complete": report.complete,
+        "complete_depth": report.complete_depth,
         "stop": report.stop or None,
         "symmetry": report.symmetry,
         "notes": list(report.notes),
