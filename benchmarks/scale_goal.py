@@ -25,14 +25,9 @@ from typing import Any
 
 from statecore.models.chunk_transfer import ChunkTransferConfig, build
 
-from statecore.check.explore import Progress, Report, explore
+from statecore.check.explore import explore
 from statecore.check.memory import resident_memory
 from statecore.system import System
-
-
-class _OverBudget(Exception):
-    pass
-
 
 CT_TWO_IDS = ChunkTransferConfig(ids=2, generations=2, saves=1, segments=1)
 GOAL_BYTES = 4 << 30  # the goal's memory bound, shared by the coordinator and the workers
@@ -45,50 +40,38 @@ def complete_check(
     """chunk_transfer (`config`: two ids) with 64-bit fingerprints on `workers` processes."""
     system = build(config)
     before = resident_memory()
-    last: list[Progress] = []
-
-    def watch(p: Progress) -> None:
-        last.append(p)
-        if p.seconds > budget:
-            raise _OverBudget
-
     cpu = time.process_time()
     levels: list[int] = []
     memory = GOAL_BYTES if workers == 1 else (GOAL_BYTES - COORDINATOR_BYTES) // workers
-    try:
-        with counting_levels(levels):
-            report: Report | None = explore(
-                system,
-                stop_on_violation=False,
-                fingerprints=64,
-                workers=workers,
-                max_memory=memory,
-                progress=watch,
-            )
-    except _OverBudget:
-        report = None
+    with counting_levels(levels):
+        report = explore(
+            system,
+            stop_on_violation=False,
+            fingerprints=64,
+            workers=workers,
+            max_memory=memory,
+            max_seconds=budget,
+        )
     cpu = time.process_time() - cpu
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu += children.ru_utime + children.ru_stime
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if workers > 1:
         peak += workers * children.ru_maxrss * 1024 - before * workers
-    states = report.states if report is not None else last[-1].states if last else 0
     return {
-        "states": states,
-        "depth": report.depth if report is not None else last[-1].depth if last else 0,
-        "complete": report is not None and report.complete,
-        "seconds": report.seconds if report is not None else last[-1].seconds if last else 0.0,
+        "states": report.states,
+        "depth": report.depth,
+        "complete": report.complete,
+        "complete_depth": report.complete_depth,
+        "seconds": report.seconds,
         "cpu": cpu,
-        "bytes": max(0, peak - before) / max(1, states),
+        "bytes": max(0, peak - before) / max(1, report.states),
         "peak": peak,
-        "judged": 0 if report is None else sum(r.verdict != "unknown" for r in report.results),
-        "verdicts": {} if report is None else dict(Counter(r.verdict for r in report.results)),
-        "violated": []
-        if report is None
-        else [r.property.id for r in report.results if r.verdict == "violated"],
+        "judged": sum(r.verdict != "unknown" for r in report.results),
+        "verdicts": dict(Counter(r.verdict for r in report.results)),
+        "violated": [r.property.id for r in report.results if r.verdict == "violated"],
         "properties": len(system.properties),
-        "stop": "over budget" if report is None else report.stop,
+        "stop": report.stop,
         "levels": levels,
     }
 
@@ -100,7 +83,7 @@ def counting_levels(levels: list[int]) -> Iterator[None]:
     from statecore.check import explore as one
     from statecore.check import parallel
 
-    expand_level, merge = one._Explorer._expand_level, parallel.ParallelSearch._merge
+    expand_level, merge = one.Explorer._expand_level, parallel.ParallelSearch._merge
 
     def expanded(self: Any, level: Any, depth: int, deeper: Any, *rest: Any) -> bool:
         if not levels:
@@ -115,12 +98,12 @@ def counting_levels(levels: list[int]) -> Iterator[None]:
         if new := sum(r.new for r in reports):
             levels.append(new)
 
-    one._Explorer._expand_level = expanded  # type: ignore[method-assign,assignment]
+    one.Explorer._expand_level = expanded  # type: ignore[method-assign,assignment]
     parallel.ParallelSearch._merge = merged  # type: ignore[method-assign]
     try:
         yield
     finally:
-        one._Explorer._expand_level = expand_level  # type: ignore[method-assign]
+        one.Explorer._expand_level = expand_level  # type: ignore[method-assign]
         parallel.ParallelSearch._merge = merge  # type: ignore[method-assign]
 
 
@@ -227,7 +210,11 @@ def goal_run(budget: float, workers: int) -> None:
     env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
     out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     got = json.loads(out.stdout.splitlines()[-1])
-    done = "complete" if got["complete"] else f"NOT complete ({got['stop']})"
+    done = (
+        "complete"
+        if got["complete"]
+        else f"NOT complete ({got['stop']}), complete to depth {got['complete_depth']}"
+    )
     print(
         f"  {got['states']:,} states, depth {got['depth']}, {got['seconds']:.0f} s, "
         f"{got['cpu']:.0f} cpu s ({got['states'] / max(got['cpu'], 1e-9):.0f} states/cpu s), "

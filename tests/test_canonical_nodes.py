@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from system_strategies import SystemSpec, build_system, systems
 
-from statecore.check.explore import _Explorer
+from statecore.check.explorer import Explorer
 from statecore.check.symmetry import Canonicalizer, rename_state, renamings
 
 
@@ -13,7 +13,7 @@ from statecore.check.symmetry import Canonicalizer, rename_state, renamings
 @given(systems(symmetric_pair=True))
 def test_a_node_and_its_monitors_are_renamed_together(spec: SystemSpec) -> None:
     system = build_system(spec)
-    explorer = _Explorer(system, None, False, None, None, False, None)
+    explorer = Explorer(system, None, False, None, None, False, None)
     explorer.run()
     group = renamings(system)
     warm = Canonicalizer(system)

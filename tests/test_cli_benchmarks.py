@@ -131,6 +131,7 @@ def test_the_scale_goal_reports_the_check_it_ran(
     got = goal.complete_check(600, workers, config)
     report = goal.explore(goal.build(config), stop_on_violation=False)
     assert (got["states"], got["depth"], got["complete"]) == (report.states, report.depth, True)
+    assert (got["complete_depth"], got["stop"]) == (report.depth, "")
     assert got["judged"] == got["properties"] == len(report.results)
     assert got["verdicts"] == dict(Counter(r.verdict for r in report.results))
     violated = [r.property.id for r in report.results if r.verdict == "violated"]
@@ -138,6 +139,8 @@ def test_the_scale_goal_reports_the_check_it_ran(
     assert len(got["levels"]) == report.depth + 1 and sum(got["levels"]) == report.states
     if workers > 1:
         assert got["levels"] == goal.complete_check(600, 1, config)["levels"]
+    spent = goal.complete_check(1e-9, workers, config)  # the budget spent before any level
+    assert (spent["complete"], spent["stop"], spent["complete_depth"]) == (False, "max_time", -1)
 
 
 def test_each_search_against_times_has_its_own_result_key() -> None:

@@ -859,7 +859,7 @@ def test_a_finished_search_leaves_nothing_alive() -> None:
 
     def explorers() -> int:
         gc.collect()
-        return sum(type(o).__name__ == "_Explorer" for o in gc.get_objects())
+        return sum(type(o).__name__ == "Explorer" for o in gc.get_objects())
 
     system = lifecycle(everything(), drop=True)
     before = explorers()

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from system_strategies import WITH_FIXTURE, SystemSpec, build_system, systems
 from test_symmetry_soundness import W0, W1, WORKERS, workers
 
-from statecore.check import explore as explore_module
+from statecore.check import explorer as explorer_module
 from statecore.check import predicates as predicates_module
 from statecore.check.explore import HOLDS, VIOLATED, explore
 from statecore.check.predicates import Judgement, PredicateCache, PredicateNotDeterministic
@@ -286,7 +286,7 @@ def summary(report: Any) -> tuple[Any, ...]:
 def both_ways(system: System, monkeypatch: pytest.MonkeyPatch, stop_on_violation: bool) -> None:
     memo = summary(explore(system, stop_on_violation=stop_on_violation))
     with monkeypatch.context() as patch:
-        patch.setattr(explore_module, "PredicateCache", PlainJudge)
+        patch.setattr(explorer_module, "PredicateCache", PlainJudge)
         assert summary(explore(system, stop_on_violation=stop_on_violation)) == memo
 
 

@@ -215,6 +215,8 @@ def test_the_depth_bound_reports_what_one_process_reports(cluster: Any) -> None:
     assert (report.stop, report.depth, report.complete) == ("max_depth", 12, False)
     whole = ray_explore(build, workers=2, stop_on_violation=False, max_depth=1000)
     assert (whole.stop, whole.complete) == ("", True)
+    spent = ray_explore(build, workers=2, stop_on_violation=False, max_seconds=1e-9)
+    assert (spent.stop, spent.complete, spent.complete_depth) == ("max_time", False, -1)
 
 
 @needs_ray

@@ -74,7 +74,7 @@ def with_and_without_hints(
 ) -> tuple[Report, Report]:
     hinted = explore(system, **options)
     with monkeypatch.context() as m:
-        m.setattr(explore_module._Explorer, "walks", False)
+        m.setattr(explore_module.Explorer, "walks", False)
         plain = explore(system, **options)
     return hinted, plain
 

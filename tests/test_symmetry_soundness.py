@@ -19,7 +19,7 @@ from system_strategies import SystemSpec, build_system, systems
 from test_explore import brute_force, check_report, check_trace_shows
 
 from statecore import Event, Machine, State, Transition, out
-from statecore.check import explore as explore_module
+from statecore.check import explorer as explorer_module
 from statecore.check.explore import HOLDS, UNKNOWN, VIOLATED, Report, explore
 from statecore.check.values import ValueRegistry
 from statecore.properties import always, monitor, sometimes
@@ -84,7 +84,7 @@ def unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_guard(*args: Any, **kwargs: Any) -> None:
         return None
 
-    monkeypatch.setattr(explore_module, "SymmetryGuard", no_guard)
+    monkeypatch.setattr(explorer_module, "SymmetryGuard", no_guard)
 
 
 def same_verdicts(system: System) -> Report:

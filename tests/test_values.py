@@ -100,7 +100,7 @@ def tagged(first: Hashable, second: Hashable, prop: Predicate, show: bool = Fals
     )
 
 
-class _Plain(explore_module._Explorer):
+class _Plain(explore_module.Explorer):
     def __init__(self, system: System, properties: Any, symmetry: bool, *rest: Any) -> None:
         super().__init__(system, properties, False, *rest)
         without_memos(self)
@@ -110,7 +110,7 @@ class _Plain(explore_module._Explorer):
 def plainly() -> Iterator[None]:
     """The explorer without memos: its own fallback (`statecore.check.plain`), from the start."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(explore_module, "_Explorer", _Plain)
+        patch.setattr(explore_module, "Explorer", _Plain)
         yield
 
 

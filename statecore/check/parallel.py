@@ -41,7 +41,9 @@ with it on one process. A level with no room left at all (the state bound
 met, or ``max_depth`` reached) is *closed*: every worker expands it, turns
 away its own new successors and claims the others' only to learn whether
 they are new, judging none of them, as one process turns them away
-unjudged. Of several
+unjudged. A time bound (``max_seconds``) goes to the workers as the seconds
+left at each level, and each stops part-way through it on its own clock, as
+one process does on out of memory. Of several
 equally short counterexamples the workers may report another one. Partial-order
 reduction does not run on several workers yet (refused).
 
@@ -139,11 +141,13 @@ class ParallelSearch:
         progress: Callable[[Progress], None] | None,
         fingerprints: int = 0,
         max_depth: int | None = None,
+        max_seconds: float | None = None,
     ) -> None:
         self.workers = workers
         self.system = system
         self.max_states = max_states
         self.max_depth = max_depth
+        self.max_seconds = max_seconds
         self.stop_on_violation = stop_on_violation
         self.progress = progress
         self.fingerprints = fingerprints
@@ -170,7 +174,7 @@ class ParallelSearch:
         self.conns: list[Connection] = []
         self.procs: list[Any] = []
         self.states = 0
-        self.expanded = self.cut = -1  # as `_Explorer`'s: the deepest level expanded whole, and
+        self.expanded = self.cut = -1  # as `Explorer`'s: the deepest level expanded whole, and
         # the depth expanded when a bound first turned a successor away
         self.dropped = 0  # states the workers stored past the bound, and then dropped
         self.transitions = 0
@@ -251,8 +255,11 @@ class ParallelSearch:
             deepest = command != "init" and self.max_depth is not None and depth >= self.max_depth
             quota = 0 if deepest else self._quota(command)
             settled = {pid: r.verdict for pid, r in self.judge.results.items()}
+            seconds = None
+            if self.max_seconds is not None:  # what is left of it, for the workers' clocks
+                seconds = self.max_seconds - (time.perf_counter() - start)
             reports: list[LevelReport] = self._ask_all(
-                [(command, quota, settled, keep[me]) for me in range(self.workers)]
+                [(command, quota, settled, keep[me], seconds) for me in range(self.workers)]
             )
             self._merge(reports, command)
             new = sum(r.new for r in reports)
@@ -266,10 +273,11 @@ class ParallelSearch:
             if turned and not bound:
                 bound, self.cut = "max_depth" if deepest else "max_states", depth
             complete = complete and not turned
-            if any(r.out_of_memory for r in reports):
+            stopped = next((r.stopped for r in reports if r.stopped), "")
+            if stopped:
                 if command != "init":
                     self.judge.depth = depth
-                return False, "max_memory"
+                return False, stopped
             if command != "init":
                 self.judge.depth, self.expanded = depth, depth
                 depth += 1

@@ -25,6 +25,7 @@ until its turn.
 from __future__ import annotations
 
 import contextlib
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -162,7 +163,7 @@ class LevelReport:
     when_seen: set[str] = field(default_factory=set)
     quiescent_seen: bool = False
     turned_away: bool = False
-    out_of_memory: bool = False
+    stopped: str = ""  # the bound that stopped the level part-way (`Explorer.bound_hit`)
     store_bytes: int = 0
     error: tuple[str, str, int] | None = None  # (kind, message, reference)
     values: bytes = b""  # the (place, value)s it made since its last report, encoded
@@ -250,12 +251,18 @@ class Share:
         return self.part.store.entry(ref // self.part.workers)
 
     def level(
-        self, command: str, quota: int | None, settled: dict[str, str], keep: int | None = None
+        self,
+        command: str,
+        quota: int | None,
+        settled: dict[str, str],
+        keep: int | None = None,
+        seconds: float | None = None,
     ) -> LevelReport:
         """The initial nodes (``init``) or the next level: expand, exchange, judge; its report.
 
         `quota`: the new nodes this worker may add. `keep`: how many of the nodes this
-        worker has to expand it keeps (`kept_shares`; None: all of them)."""
+        worker has to expand it keeps (`kept_shares`; None: all of them). `seconds`: how long
+        the search may still run (None: no time bound)."""
         part, explorer = self.part, self.explorer
         if keep is not None:
             self._drop_after(keep)
@@ -264,6 +271,8 @@ class Share:
             if pid not in explorer.results:
                 self.settle(PropertyResult(props[pid], verdict, None, ""))
         part.quota, part.turned_away = quota, False
+        if seconds is not None:  # (this machine's clock: the coordinator's may be another's)
+            explorer.deadline = time.perf_counter() + seconds
         part.closed = quota == 0  # (every worker's: the depth bound, or the state bound met)
         report = LevelReport(self.me)
         deeper: Level = new_level(explorer.parts)
@@ -346,8 +355,8 @@ class Share:
                     ref, length = part.ref_of(current), self.base + 1
                     self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length))
                 noted = len(refusals)
-            if index % _MEMORY_EVERY == 0 and explorer._out_of_memory():
-                report.out_of_memory = True
+            if index % _MEMORY_EVERY == 0 and (hit := explorer.bound_hit()):
+                report.stopped = hit
                 break
         refusals.clear()
         explorer.at = -1

@@ -47,7 +47,7 @@ from ..system import ActionLabel, System
 from ..traces.judge import VIOLATED, judge_path
 from ..traces.trace import Trace
 from .counterexample import rebuild
-from .explore import _Explorer
+from .explorer import Explorer
 from .fingerprints import FingerprintStore, replay_chain
 from .parallel import ParallelSearch
 from .partition import Finding, LevelReport, Plan, Share
@@ -83,6 +83,7 @@ def ray_explore(
     progress: Callable[[Progress], None] | None = None,
     fingerprints: int = 0,
     max_depth: int | None = None,
+    max_seconds: float | None = None,
 ) -> Report:
     """`statecore.check.explore.explore` on `workers` Ray actors (default: one per CPU).
 
@@ -95,7 +96,7 @@ def ray_explore(
     ray = _ray()
     if system is None:
         system = build()
-    check_bounds(max_states, max_memory, max_depth)
+    check_bounds(max_states, max_memory, max_depth, max_seconds)
     ids = None if properties is None else tuple(p.id for p in properties)
     unknown = set(ids or ()) - {p.id for p in system.properties}
     if unknown:
@@ -114,7 +115,15 @@ def ray_explore(
             f"Ray: {workers} workers, but the cluster has {cpus} CPUs and each worker holds "
             f"one; use at most {cpus} workers, or add machines to the cluster"
         )
-    limits = (max_states, max_memory, stop_on_violation, progress, fingerprints, max_depth)
+    limits = (
+        max_states,
+        max_memory,
+        stop_on_violation,
+        progress,
+        fingerprints,
+        max_depth,
+        max_seconds,
+    )
 
     def search(symmetric: bool) -> Report:
         pool = _pool(ray, workers)
@@ -127,7 +136,7 @@ def ray_explore(
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
         return noted(lambda: search(False), note)
     except NotInterchangeable as exc:  # the memos' premise fails: searched here, without them
-        plain = without_memos(_Explorer(system, properties, False, *limits))
+        plain = without_memos(Explorer(system, properties, False, *limits))
         return noted(plain.run, note_of(exc.reason))
 
 
@@ -221,7 +230,7 @@ class _Actor:
             properties = tuple(p for p in system.properties if p.id in ids)
         symmetry, max_memory, fingerprints = options
         plan = Plan(
-            _Explorer, system, properties, symmetry, max_memory, len(peers), fingerprints, True
+            Explorer, system, properties, symmetry, max_memory, len(peers), fingerprints, True
         )
         inboxes: list[Any] = [_Peer(actor) for actor in peers]
         inboxes[me] = self.inbox
@@ -233,10 +242,15 @@ class _Actor:
         self.inbox.put(message)
 
     def level(
-        self, command: str, quota: int | None, settled: dict[str, str], keep: int | None
+        self,
+        command: str,
+        quota: int | None,
+        settled: dict[str, str],
+        keep: int | None,
+        seconds: float | None,
     ) -> LevelReport:
         assert self.share is not None
-        return self.share.level(command, quota, settled, keep)
+        return self.share.level(command, quota, settled, keep, seconds)
 
     def entry(self, ref: int) -> tuple[int, int, int]:
         assert self.share is not None
@@ -295,7 +309,7 @@ class RaySearch(ParallelSearch):
         properties: tuple[Property, ...] | None,
         *args: Any,
     ) -> None:
-        super().__init__(_Explorer, len(pool), system, properties, *args)
+        super().__init__(Explorer, len(pool), system, properties, *args)
         self.ray = _ray()
         self.pool = pool
         self.build = build
@@ -303,7 +317,7 @@ class RaySearch(ParallelSearch):
         self.clean = False  # whether the actors finished the search and can serve another
         # The actors' representatives are not this process's: its judge replays
         # the concrete paths they stand for (`_replay`), without symmetry.
-        self.judge = _Explorer(system, properties, False, None, None, False, None)
+        self.judge = Explorer(system, properties, False, None, None, False, None)
         self.decode = Codec(system).loads
         self.replayer = FingerprintStore(
             system, self.fingerprints or 64, self.judge._canon, self.judge.monitor_steps.step

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from ..system import System
-from .explore import _Explorer
+from .explorer import Explorer
 from .plain import without_memos
 from .symmetry_guard import Asymmetry
 from .values import NotInterchangeable
@@ -21,14 +21,14 @@ __all__ = ["reachable"]
 
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     """Every reachable system state (with `symmetry`, one per orbit; equal ones are one)."""
-    explorer = _Explorer(system, (), symmetry, None, None, False, None)
+    explorer = Explorer(system, (), symmetry, None, None, False, None)
     try:
         try:
             explorer.run()
         except Asymmetry:
-            explorer = _Explorer(system, (), False, None, None, False, None)
+            explorer = Explorer(system, (), False, None, None, False, None)
             explorer.run()
     except NotInterchangeable:
-        explorer = without_memos(_Explorer(system, (), False, None, None, False, None))
+        explorer = without_memos(Explorer(system, (), False, None, None, False, None))
         explorer.run()
     return {node[0] for node in explorer.parents}

@@ -439,7 +439,7 @@ def search(
 
     `explorer(system, properties, symmetry, *limits, footprints=...)` is one
     search (`limits`: max_states, max_memory, stop_on_violation, progress,
-    fingerprints, max_depth); `explore` the unreduced search, run again for each
+    fingerprints, max_depth, max_seconds); `explore` the unreduced search, run again for each
     violated property, stopping at its first violation: its trace (a
     shortest one) replaces the reduced one. A bound may stop it first; the
     report's notes then say the trace may be longer than the shortest. A
@@ -469,6 +469,7 @@ def search(
             max_states=limits[0],
             max_memory=limits[1],
             max_depth=limits[5],
+            max_seconds=limits[6],
             symmetry=symmetry,
             properties=properties,
             progress=progress,
@@ -487,6 +488,7 @@ def search(
             max_states=limits[0],
             max_memory=limits[1],
             max_depth=limits[5],
+            max_seconds=limits[6],
             symmetry=symmetry,
             properties=(prop,),
         ).result(prop.id)

@@ -33,6 +33,7 @@ STOPS = {
     "violation": "the search stopped at the first violation",
     "max_states": "the search hit its state bound",
     "max_depth": "the search hit its depth bound",
+    "max_time": "the search hit its time bound",
     "max_memory": "the search hit its memory bound",
     "interrupted": "the search was interrupted",
 }
@@ -146,10 +147,17 @@ def coverage_of(
     return tuple(result)
 
 
-def check_bounds(max_states: int | None, max_memory: int | None, max_depth: int | None) -> None:
-    """Refuse a search's bounds that bound nothing: a count or size below one, a depth below 0."""
-    for name, bound in (("max_states", max_states), ("max_memory", max_memory)):
-        if bound is not None and bound <= 0:
+def check_bounds(
+    max_states: int | None,
+    max_memory: int | None,
+    max_depth: int | None,
+    max_seconds: float | None = None,
+) -> None:
+    """Refuse a search's bounds that bound nothing: a count, size or time that is not above 0,
+    a depth below 0."""
+    bounds = (("max_states", max_states), ("max_memory", max_memory), ("max_seconds", max_seconds))
+    for name, bound in bounds:
+        if bound is not None and not bound > 0:
             raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
     if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
         raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {max_depth!r}")

@@ -259,6 +259,7 @@ class _CheckRun:
                 system,
                 max_states=self.args.max_states,
                 max_depth=self.args.max_depth,
+                max_seconds=self.args.max_time,
                 max_memory=memory_bound(self.args),
                 symmetry=not self.args.no_symmetry,
                 por=self.args.por,

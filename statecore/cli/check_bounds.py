@@ -13,7 +13,7 @@ MEMORY_FRACTION = 0.75
 
 
 def add_bound_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--max-states``, ``--max-depth`` and ``--max-memory``."""
+    """``--max-states``, ``--max-depth``, ``--max-time`` and ``--max-memory``."""
     parser.add_argument(
         "--max-states", type=int, default=None, metavar="N", help="stop after N distinct states"
     )
@@ -24,6 +24,13 @@ def add_bound_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="keep the states within N steps of an initial state: every one is judged, "
         "none deeper is kept (a complete check to that depth)",
+    )
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after SECONDS of searching; the report says how deep it was complete",
     )
     parser.add_argument(
         "--max-memory",
@@ -43,8 +50,10 @@ def require_bounds(args: argparse.Namespace) -> None:
         raise UsageError(
             f"--max-depth {args.max_depth}: must be 0 or more steps (e.g. --max-depth 20)"
         )
-    if args.max_depth is not None and (args.adequacy or args.symbolic):
-        raise UsageError("--max-depth bounds an exploration: drop it with --adequacy or --symbolic")
+    for flag, value in (("--max-depth", args.max_depth), ("--max-time", args.max_time)):
+        if value is not None and (args.adequacy or args.symbolic):
+            raise UsageError(f"{flag} bounds an exploration: drop it with --adequacy or --symbolic")
+    require_positive_float(args.max_time, "--max-time", "seconds", 600)
     require_positive_float(args.max_memory, "--max-memory", "gigabytes", 4)
 
 
@@ -90,6 +99,10 @@ def stop_text(report: Report, args: argparse.Namespace) -> str | None:
     if report.stop == "max_depth":
         return (
             f"stopped at --max-depth {args.max_depth}{before}; raise --max-depth to search further"
+        )
+    if report.stop == "max_time":
+        return (
+            f"stopped at --max-time {args.max_time:g}{before}; raise --max-time to search further"
         )
     if report.stop == "max_memory":
         bound = (memory_bound(args) or 0) / 2**30

@@ -1,5 +1,5 @@
 """A depth bound keeps exactly the states within that many steps, and judges each of them;
-a search any bound stops says how deep it was complete.
+a search any bound stops (states, depth, memory, time, Ctrl-C) says how deep it was complete.
 
 `explore(max_depth=D)` is the unbounded breadth-first search cut after depth
 D: the same nodes up to depth D, and no deeper one; complete exactly where
@@ -8,7 +8,7 @@ within reach found with a trace as long, none beyond reach. On several
 workers, with fingerprints and under symmetry it reports what one process
 reports; under partial-order reduction its note says what it did not keep.
 
-A search stopped by its state or memory bound, or interrupted, is complete to
+A search stopped by its state, memory or time bound, or interrupted, is complete to
 `Report.complete_depth`: every node of the unbounded search that near is
 kept, and every violation it finds that near is found, with a trace as long.
 """
@@ -34,7 +34,8 @@ from system_strategies import systems as random_systems
 from test_cli import run as run_cli
 from test_parallel_explore import assert_traces_real, summary
 
-from statecore.check.explore import _Explorer, explore
+from statecore.check.explore import explore
+from statecore.check.explorer import Explorer
 from statecore.check.results import ExplorationInterrupted, Report
 from statecore.check.symmetry_guard import Asymmetry
 from statecore.check.values import NotInterchangeable
@@ -63,7 +64,7 @@ def depths(parents: dict[Node, Any]) -> dict[Node, int]:
 
 def searched(system: System, symmetry: bool, max_depth: int | None) -> tuple[Report, Any]:
     """One process's report, and its explorer (for the nodes it stored)."""
-    explorer = _Explorer(system, None, symmetry, None, None, False, None, 0, max_depth)
+    explorer = Explorer(system, None, symmetry, None, None, False, None, 0, max_depth)
     return explorer.run(), explorer
 
 
@@ -115,10 +116,12 @@ def _refusal(report: Report, pid: str) -> bool:
     return result.property.kind == "monitor" and "left in hot state" not in result.detail
 
 
-def assert_complete_to(system: System, report: Report, explorer: Any) -> None:
+def assert_complete_to(
+    system: System, report: Report, explorer: Any, symmetry: bool = False
+) -> None:
     """`report` (of `explorer`'s search) found every node and every finding of the unbounded
     search within `report.complete_depth` steps; a refusal, one step further."""
-    full_report, full = searched(system, False, None)
+    full_report, full = searched(system, symmetry, None)
     depth = report.complete_depth
     assert depth <= report.depth
     assert {n for n, d in depths(full.parents).items() if d <= depth} <= set(explorer.parents)
@@ -134,7 +137,7 @@ def test_a_state_bound_says_how_deep_the_search_was_complete(
     spec: SystemSpec, max_states: int
 ) -> None:
     system = build_system(spec)
-    explorer = _Explorer(system, None, False, max_states, None, False, None)
+    explorer = Explorer(system, None, False, max_states, None, False, None)
     try:
         report = explorer.run()
     except NotInterchangeable:
@@ -154,7 +157,7 @@ def test_a_search_stopped_part_way_through_a_level_is_complete_one_level_short(
 ) -> None:
     """Out of memory (or interrupted) while expanding a level: complete to the level before."""
     system = build_system(spec)
-    explorer = _Explorer(system, None, False, None, None, False, None)
+    explorer = Explorer(system, None, False, None, None, False, None)
     looks = iter(range(after, -1, -1))
     if interrupt:  # Ctrl-C before the `after`-th expansion
         expand = explorer._expand
@@ -310,10 +313,49 @@ def test_a_depth_bound_with_partial_order_reduction_says_what_it_left_out() -> N
         assert any("only an unreduced search keeps them all" in n for n in reduced.notes)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_time_bound_stops_the_search_and_says_how_deep_it_was_complete(workers: int) -> None:
+    """Wherever the clock stops it (it may not), the search found every state and every
+    violation within its complete depth; a bound already spent stops it at its first look."""
+    system = systems()["chunk_transfer_seed000_p1"]()
+    report = explore(system, stop_on_violation=False, max_seconds=0.5, workers=workers)
+    full_report, full = searched(system, True, None)
+    within = [d for d in depths(full.parents).values() if d <= report.complete_depth]
+    assert report.states >= len(within)
+    assert report.stop in ("", "max_time")
+    for pid, (verdict, length) in lengths(full_report).items():
+        if verdict == "violated" and length is not None and length <= report.complete_depth:
+            assert lengths(report)[pid] == (verdict, length)
+    spent = explore(system, stop_on_violation=False, max_seconds=1e-9, workers=workers)
+    assert (spent.stop, spent.complete, spent.complete_depth) == ("max_time", False, -1)
+    assert all(r.verdict in ("unknown", "holds", "violated") for r in spent.results)
+
+
+def test_one_process_stopped_by_its_time_bound_kept_every_state_within_its_depth() -> None:
+    system = systems()["chunk_transfer"]()
+    explorer = Explorer(system, None, True, None, None, False, None, 0, None, 0.3)
+    report = explorer.run()
+    assert_complete_to(system, report, explorer, symmetry=True)
+    if report.stop == "max_time":  # (a machine fast enough finishes first)
+        assert report.notes[-1].startswith(f"complete to depth {report.complete_depth}: every")
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan")])
+def test_a_time_bound_that_is_no_time_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="max_seconds must be positive"):
+        explore(systems()["segments"](), max_seconds=bad)
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, "3"])
 def test_a_depth_bound_that_is_no_count_of_steps_is_refused(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_depth must be 0 or more"):
         explore(systems()["segments"](), max_depth=bad)
+
+
+def test_the_cli_says_where_a_time_bound_stopped() -> None:
+    code, out, _ = run_cli("check", "chunk_transfer", "--max-time", "0.000001")
+    assert code == 4
+    assert "stopped at --max-time 1e-06 before every property was decided" in out
 
 
 def test_the_cli_says_how_far_a_depth_bound_searched() -> None:
