@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 from golden_targets import systems
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from system_strategies import (
     ActionSpec,
     ComponentSpec,
+    GlobalSpec,
     MachineSpec,
+    MonitorSpec,
     PredSpec,
     PropertySpec,
     SystemSpec,
@@ -180,6 +182,163 @@ def test_a_search_stopped_part_way_through_a_level_is_complete_one_level_short(
     assert_complete_to(system, report, explorer)
     if report.stop in ("max_memory", "interrupted"):
         assert report.complete_depth == explorer.depth - 1
+
+
+# A monitor refusing a step out of depth 0, met before an eventually's violation on the last
+# node of that level: stopping at the violation, the level is whole, and its refusals stand.
+REFUSAL_BEFORE_THE_STOP = SystemSpec(
+    components=(
+        ComponentSpec(
+            name="c0",
+            machine=MachineSpec(
+                name="m0",
+                states=(("s0", False, True), ("s1", True, False)),
+                transitions=(
+                    ("s0", "a", "s1", ("o0",)),
+                    ("s0", "c", "s1", ("o1",)),
+                    ("s0", "b", "s1", ("o1",)),
+                ),
+                policies=(("a", "reject"), ("b", "reject"), ("c", "reject")),
+            ),
+            keys="k0",
+            size=1,
+            max_generations=1,
+        ),
+        ComponentSpec(
+            name="c1",
+            machine=MachineSpec(
+                name="m1",
+                states=(("s0", False, False), ("s1", True, False), ("s2", False, True)),
+                transitions=(
+                    ("s0", "c", "s1", ("o0",)),
+                    ("s0", "b", "s2", ()),
+                    ("s0", "a", "s1", ()),
+                    ("s2", "c", "s1", ("o0",)),
+                ),
+                policies=(("a", "reject"), ("b", "reject"), ("c", "reject")),
+            ),
+            keys="k1",
+            size=1,
+            max_generations=2,
+        ),
+    ),
+    global_=GlobalSpec(name="g", kind="counter", bound=1),
+    actions=(
+        ActionSpec(
+            name="act0",
+            actor="scheduler",
+            internal=False,
+            op="spawn",
+            component="c1",
+            event="b",
+            fresh=True,
+            counted=True,
+            enqueue=False,
+            front=False,
+            emit="o0",
+            only=None,
+            domain=None,
+        ),
+        ActionSpec(
+            name="act1",
+            actor="scheduler",
+            internal=True,
+            op="count",
+            component="c0",
+            event="a",
+            fresh=False,
+            counted=False,
+            enqueue=False,
+            front=False,
+            emit="",
+            only=None,
+            domain=None,
+        ),
+        ActionSpec(
+            name="act2",
+            actor="saver",
+            internal=False,
+            op="retire",
+            component="c1",
+            event="a",
+            fresh=True,
+            counted=True,
+            enqueue=False,
+            front=False,
+            emit="",
+            only=None,
+            domain=None,
+        ),
+        ActionSpec(
+            name="act3",
+            actor="consumer",
+            internal=True,
+            op="retire",
+            component="c0",
+            event="a",
+            fresh=True,
+            counted=True,
+            enqueue=False,
+            front=False,
+            emit="",
+            only=None,
+            domain=None,
+        ),
+    ),
+    properties=(
+        PropertySpec(
+            id="p0",
+            kind="eventually",
+            pred=PredSpec(measure="count", component="c0", state="", op=">=", threshold=1, key=0),
+            when=None,
+        ),
+    ),
+    monitors=(
+        MonitorSpec(
+            id="mon",
+            machine=MachineSpec(
+                name="mon",
+                states=(("s0", False, True), ("s1", False, False)),
+                transitions=(
+                    ("s0", "o1", "s1", ()),
+                    ("s1", "o1", "s1", ()),
+                    ("s1", "o0", "s0", ()),
+                ),
+                policies=(("o0", "reject"), ("o1", "error")),
+            ),
+            only="",
+        ),
+    ),
+    init_spawn=(),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.booleans())
+@example(REFUSAL_BEFORE_THE_STOP, False)
+def test_a_search_stopped_at_a_violation_is_complete_to_its_depth_too(
+    spec: SystemSpec, interrupt: bool
+) -> None:
+    """Stopping at the first violation, or Ctrl-C while a whole level's refusals are being
+    reported: what the report says was complete holds (refusals within one step more)."""
+    system = build_system(spec)
+    explorer = Explorer(system, None, False, None, None, True, None)
+    if interrupt:
+        commit = explorer._commit_refusals
+
+        def interrupted() -> None:
+            if explorer.refusals:
+                raise KeyboardInterrupt
+            commit()
+
+        explorer._commit_refusals = interrupted  # type: ignore[method-assign]
+    try:
+        report = explorer.run()
+    except ExplorationInterrupted as stopped:
+        report = stopped.report
+    except NotInterchangeable:
+        return
+    assert_complete_to(system, report, explorer)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

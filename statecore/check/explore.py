@@ -22,7 +22,15 @@ from .explorer import Explorer
 from .memory import resident_memory
 from .parallel import parallel_search
 from .reduction import search
-from .results import STOPS, Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
+from .results import (
+    STOPS,
+    Coverage,
+    ExplorationInterrupted,
+    Limits,
+    Progress,
+    PropertyResult,
+    Report,
+)
 from .symmetry_guard import Asymmetry
 from .values import NotInterchangeable
 
@@ -73,16 +81,9 @@ def explore(
     level (`statecore.check.frontier`); 0, the default, keeps full states: exact. `workers` > 1
     searches on that many processes (`statecore.check.parallel`).
     """
-    _results.check_bounds(max_states, max_memory, max_depth, max_seconds)
-    limits = (
-        max_states,
-        max_memory,
-        stop_on_violation,
-        progress,
-        fingerprints,
-        max_depth,
-        max_seconds,
-    )
+    limits = Limits(
+        max_states, max_memory, stop_on_violation, progress, fingerprints, max_depth, max_seconds
+    ).checked()
     make = Explorer if workers == 1 else parallel_search(Explorer, workers, por)
     # The visited set only grows, with no cycles: the cyclic collector would rescan it for nothing.
     enabled = gc.isenabled()

@@ -167,23 +167,21 @@ class Explorer:
             first, self.first = len(self.parents), first
             going_on = self._expand_level(level, depth, deeper, start, hints, deeper_hints)
             self.at = -1  # a node expanded outside a level's loop has no index known
-            if not going_on:
-                break
+            if not going_on:  # (a refusal held back may not be a shortest one: a hot monitor
+                break  # at a quiescent node of the level not expanded may be one step shorter)
+            # The level is whole: the refusals held back have shortest traces (so the workers,
+            # which finish a level, report them too), and the level is complete.
+            self._commit_refusals()
             self.expanded = depth
             if not deeper:
                 break
-            hints = deeper_hints
-            # One level deeper: the refusals held back so far have shortest traces.
-            if not self._done():
-                self._commit_refusals()
             if self._done():
                 self.stop = "violation"
                 break
+            hints = deeper_hints
             level, depth = deeper, depth + 1
-        if not self.stop:  # a held-back refusal of an early stop might not be a shortest one
-            self._commit_refusals()
-            if not self.complete:
-                self.stop = self.bound
+        if not self.stop and not self.complete:
+            self.stop = self.bound
 
     @property
     def hinted(self) -> bool:

@@ -53,7 +53,7 @@ from .parallel import ParallelSearch
 from .partition import Finding, LevelReport, Plan, Share
 from .plain import note as note_of
 from .plain import without_memos
-from .results import Progress, Report, check_bounds, noted
+from .results import Limits, Progress, Report, noted
 from .symmetry_guard import Asymmetry
 from .transfer import Codec
 from .values import NotInterchangeable
@@ -96,7 +96,6 @@ def ray_explore(
     ray = _ray()
     if system is None:
         system = build()
-    check_bounds(max_states, max_memory, max_depth, max_seconds)
     ids = None if properties is None else tuple(p.id for p in properties)
     unknown = set(ids or ()) - {p.id for p in system.properties}
     if unknown:
@@ -115,15 +114,9 @@ def ray_explore(
             f"Ray: {workers} workers, but the cluster has {cpus} CPUs and each worker holds "
             f"one; use at most {cpus} workers, or add machines to the cluster"
         )
-    limits = (
-        max_states,
-        max_memory,
-        stop_on_violation,
-        progress,
-        fingerprints,
-        max_depth,
-        max_seconds,
-    )
+    limits = Limits(
+        max_states, max_memory, stop_on_violation, progress, fingerprints, max_depth, max_seconds
+    ).checked()
 
     def search(symmetric: bool) -> Report:
         pool = _pool(ray, workers)

@@ -57,7 +57,7 @@ from ..system import Emitted, System, SystemState, SystemStep
 from ..traces.judge import VIOLATED, at_rest
 from ..transaction import Front
 from .reads import logged_view
-from .results import Report
+from .results import Limits, Report
 from .stepcache import Run, SuccessorCache, Verify, run_attempt, typed
 from .symmetry import Canonicalizer
 
@@ -431,15 +431,14 @@ def search(
     system: System,
     properties: Sequence[Property] | None,
     symmetry: bool,
-    limits: tuple[Any, ...],
+    limits: Limits,
     explorer: Callable[..., Any],
     explore: Callable[..., Report],
 ) -> Report:
     """`explore` with partial-order reduction: reduced searches until one kept to its footprints.
 
     `explorer(system, properties, symmetry, *limits, footprints=...)` is one
-    search (`limits`: max_states, max_memory, stop_on_violation, progress,
-    fingerprints, max_depth, max_seconds); `explore` the unreduced search, run again for each
+    search; `explore` the unreduced search, run again for each
     violated property, stopping at its first violation: its trace (a
     shortest one) replaces the reduced one. A bound may stop it first; the
     report's notes then say the trace may be longer than the shortest. A
@@ -460,16 +459,16 @@ def search(
     ]
     if symmetry and Canonicalizer(system).active:
         notes.append("symmetry reduction off: it is not combined with partial-order reduction")
-    stop_on_violation, progress = limits[2], limits[3]
+    stop_on_violation, progress = limits.stop_on_violation, limits.progress
     if stop_on_violation and any(r.verdict == VIOLATED for r in report.results):
         # Which violation stops a search first depends on the order it goes in: the
         # unreduced search, which stops no deeper than this one, says which it is.
         again = explore(
             system,
-            max_states=limits[0],
-            max_memory=limits[1],
-            max_depth=limits[5],
-            max_seconds=limits[6],
+            max_states=limits.max_states,
+            max_memory=limits.max_memory,
+            max_depth=limits.max_depth,
+            max_seconds=limits.max_seconds,
             symmetry=symmetry,
             properties=properties,
             progress=progress,
@@ -485,10 +484,10 @@ def search(
         prop = result.property
         shortest = explore(
             system,
-            max_states=limits[0],
-            max_memory=limits[1],
-            max_depth=limits[5],
-            max_seconds=limits[6],
+            max_states=limits.max_states,
+            max_memory=limits.max_memory,
+            max_depth=limits.max_depth,
+            max_seconds=limits.max_seconds,
             symmetry=symmetry,
             properties=(prop,),
         ).result(prop.id)

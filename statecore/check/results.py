@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ..properties import Property
 from ..system import System, TakenTransition
@@ -18,11 +19,11 @@ __all__ = [
     "STOPS",
     "Coverage",
     "ExplorationInterrupted",
+    "Limits",
     "Progress",
     "PropertyResult",
     "Report",
     "bound_notes",
-    "check_bounds",
     "complete_to",
     "coverage_of",
     "final_verdict",
@@ -147,20 +148,33 @@ def coverage_of(
     return tuple(result)
 
 
-def check_bounds(
-    max_states: int | None,
-    max_memory: int | None,
-    max_depth: int | None,
-    max_seconds: float | None = None,
-) -> None:
-    """Refuse a search's bounds that bound nothing: a count, size or time that is not above 0,
-    a depth below 0."""
-    bounds = (("max_states", max_states), ("max_memory", max_memory), ("max_seconds", max_seconds))
-    for name, bound in bounds:
-        if bound is not None and not bound > 0:
-            raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
-    if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
-        raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {max_depth!r}")
+class Limits(NamedTuple):
+    """How a search is bounded and run: the explorer's arguments after the system, its
+    properties and symmetry (`statecore.check.explorer.Explorer`, `ParallelSearch`)."""
+
+    max_states: int | None
+    max_memory: int | None
+    stop_on_violation: bool
+    progress: Callable[[Progress], None] | None
+    fingerprints: int
+    max_depth: int | None
+    max_seconds: float | None
+
+    def checked(self) -> Limits:
+        """These limits, refused where a bound bounds nothing: a count, size or time not above
+        0, a depth below 0."""
+        bounds = (
+            ("max_states", self.max_states),
+            ("max_memory", self.max_memory),
+            ("max_seconds", self.max_seconds),
+        )
+        for name, bound in bounds:
+            if bound is not None and not bound > 0:
+                raise ValueError(f"{name} must be positive (or None for no bound), got {bound}")
+        depth = self.max_depth
+        if depth is not None and (type(depth) is not int or depth < 0):
+            raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {depth!r}")
+        return self
 
 
 def complete_to(expanded: int, cut: int) -> int:
