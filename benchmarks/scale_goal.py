@@ -95,7 +95,8 @@ def counting_levels(levels: list[int]) -> Iterator[None]:
 
     def merged(self: Any, reports: list[Any], command: str) -> None:
         merge(self, reports, command)
-        if new := sum(r.new for r in reports):
+        new = sum(r.new for r in reports)
+        if new and not any(r.stopped for r in reports):  # (a level a bound cut short: not one)
             levels.append(new)
 
     one.Explorer._expand_level = expanded  # type: ignore[method-assign,assignment]

@@ -141,6 +141,7 @@ def test_the_scale_goal_reports_the_check_it_ran(
         assert got["levels"] == goal.complete_check(600, 1, config)["levels"]
     spent = goal.complete_check(1e-9, workers, config)  # the budget spent before any level
     assert (spent["complete"], spent["stop"], spent["complete_depth"]) == (False, "max_time", -1)
+    assert spent["levels"] == got["levels"][:1]  # the initial states: no level cut short
 
 
 def test_each_search_against_times_has_its_own_result_key() -> None:
