@@ -13,7 +13,7 @@ from statecore.check.symmetry import Canonicalizer, rename_state, renamings
 @given(systems(symmetric_pair=True))
 def test_a_node_and_its_monitors_are_renamed_together(spec: SystemSpec) -> None:
     system = build_system(spec)
-    explorer = Explorer(system, None, False, None, None, False, None)
+    explorer = Explorer(system, None, False)
     explorer.run()
     group = renamings(system)
     warm = Canonicalizer(system)

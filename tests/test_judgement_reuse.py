@@ -28,7 +28,7 @@ def w1_idle(view: StateView[Any]) -> bool:
 
 
 def explorer_of(system: System, symmetry: bool) -> Any:
-    return explore_module.Explorer(system, None, symmetry, None, None, False, None)
+    return explore_module.Explorer(system, None, symmetry)
 
 
 def state_where(system: System, w0: str, w1: str) -> SystemState:

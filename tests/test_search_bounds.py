@@ -38,7 +38,7 @@ from test_parallel_explore import assert_traces_real, summary
 
 from statecore.check.explore import explore
 from statecore.check.explorer import Explorer
-from statecore.check.results import ExplorationInterrupted, Report
+from statecore.check.results import ExplorationInterrupted, Limits, Report
 from statecore.check.symmetry_guard import Asymmetry
 from statecore.check.values import NotInterchangeable
 from statecore.properties import always
@@ -66,7 +66,7 @@ def depths(parents: dict[Node, Any]) -> dict[Node, int]:
 
 def searched(system: System, symmetry: bool, max_depth: int | None) -> tuple[Report, Any]:
     """One process's report, and its explorer (for the nodes it stored)."""
-    explorer = Explorer(system, None, symmetry, None, None, False, None, 0, max_depth)
+    explorer = Explorer(system, None, symmetry, Limits(max_depth=max_depth))
     return explorer.run(), explorer
 
 
@@ -139,7 +139,7 @@ def test_a_state_bound_says_how_deep_the_search_was_complete(
     spec: SystemSpec, max_states: int
 ) -> None:
     system = build_system(spec)
-    explorer = Explorer(system, None, False, max_states, None, False, None)
+    explorer = Explorer(system, None, False, Limits(max_states=max_states))
     try:
         report = explorer.run()
     except NotInterchangeable:
@@ -159,7 +159,7 @@ def test_a_search_stopped_part_way_through_a_level_is_complete_one_level_short(
 ) -> None:
     """Out of memory (or interrupted) while expanding a level: complete to the level before."""
     system = build_system(spec)
-    explorer = Explorer(system, None, False, None, None, False, None)
+    explorer = Explorer(system, None, False)
     looks = iter(range(after, -1, -1))
     if interrupt:  # Ctrl-C before the `after`-th expansion
         expand = explorer._expand
@@ -186,130 +186,62 @@ def test_a_search_stopped_part_way_through_a_level_is_complete_one_level_short(
 
 # A monitor refusing a step out of depth 0, met before an eventually's violation on the last
 # node of that level: stopping at the violation, the level is whole, and its refusals stand.
+REJECT = (("a", "reject"), ("b", "reject"), ("c", "reject"))
 REFUSAL_BEFORE_THE_STOP = SystemSpec(
     components=(
         ComponentSpec(
-            name="c0",
-            machine=MachineSpec(
-                name="m0",
-                states=(("s0", False, True), ("s1", True, False)),
-                transitions=(
+            "c0",
+            MachineSpec(
+                "m0",
+                (("s0", False, True), ("s1", True, False)),
+                (
                     ("s0", "a", "s1", ("o0",)),
                     ("s0", "c", "s1", ("o1",)),
                     ("s0", "b", "s1", ("o1",)),
                 ),
-                policies=(("a", "reject"), ("b", "reject"), ("c", "reject")),
+                REJECT,
             ),
-            keys="k0",
-            size=1,
-            max_generations=1,
+            "k0",
+            1,
+            1,
         ),
         ComponentSpec(
-            name="c1",
-            machine=MachineSpec(
-                name="m1",
-                states=(("s0", False, False), ("s1", True, False), ("s2", False, True)),
-                transitions=(
+            "c1",
+            MachineSpec(
+                "m1",
+                (("s0", False, False), ("s1", True, False), ("s2", False, True)),
+                (
                     ("s0", "c", "s1", ("o0",)),
                     ("s0", "b", "s2", ()),
                     ("s0", "a", "s1", ()),
                     ("s2", "c", "s1", ("o0",)),
                 ),
-                policies=(("a", "reject"), ("b", "reject"), ("c", "reject")),
+                REJECT,
             ),
-            keys="k1",
-            size=1,
-            max_generations=2,
+            "k1",
+            1,
+            2,
         ),
     ),
-    global_=GlobalSpec(name="g", kind="counter", bound=1),
+    global_=GlobalSpec("g", "counter", 1),
     actions=(
-        ActionSpec(
-            name="act0",
-            actor="scheduler",
-            internal=False,
-            op="spawn",
-            component="c1",
-            event="b",
-            fresh=True,
-            counted=True,
-            enqueue=False,
-            front=False,
-            emit="o0",
-            only=None,
-            domain=None,
-        ),
-        ActionSpec(
-            name="act1",
-            actor="scheduler",
-            internal=True,
-            op="count",
-            component="c0",
-            event="a",
-            fresh=False,
-            counted=False,
-            enqueue=False,
-            front=False,
-            emit="",
-            only=None,
-            domain=None,
-        ),
-        ActionSpec(
-            name="act2",
-            actor="saver",
-            internal=False,
-            op="retire",
-            component="c1",
-            event="a",
-            fresh=True,
-            counted=True,
-            enqueue=False,
-            front=False,
-            emit="",
-            only=None,
-            domain=None,
-        ),
-        ActionSpec(
-            name="act3",
-            actor="consumer",
-            internal=True,
-            op="retire",
-            component="c0",
-            event="a",
-            fresh=True,
-            counted=True,
-            enqueue=False,
-            front=False,
-            emit="",
-            only=None,
-            domain=None,
-        ),
+        ActionSpec("act0", "scheduler", False, "spawn", "c1", "b", counted=True, emit="o0"),
+        ActionSpec("act1", "scheduler", True, "count", "c0", "a", fresh=False),
+        ActionSpec("act2", "saver", False, "retire", "c1", "a", counted=True),
+        ActionSpec("act3", "consumer", True, "retire", "c0", "a", counted=True),
     ),
-    properties=(
-        PropertySpec(
-            id="p0",
-            kind="eventually",
-            pred=PredSpec(measure="count", component="c0", state="", op=">=", threshold=1, key=0),
-            when=None,
-        ),
-    ),
+    properties=(PropertySpec("p0", "eventually", PredSpec("count", "c0", "", ">=", 1)),),
     monitors=(
         MonitorSpec(
-            id="mon",
-            machine=MachineSpec(
-                name="mon",
-                states=(("s0", False, True), ("s1", False, False)),
-                transitions=(
-                    ("s0", "o1", "s1", ()),
-                    ("s1", "o1", "s1", ()),
-                    ("s1", "o0", "s0", ()),
-                ),
-                policies=(("o0", "reject"), ("o1", "error")),
+            "mon",
+            MachineSpec(
+                "mon",
+                (("s0", False, True), ("s1", False, False)),
+                (("s0", "o1", "s1", ()), ("s1", "o1", "s1", ()), ("s1", "o0", "s0", ())),
+                (("o0", "reject"), ("o1", "error")),
             ),
-            only="",
         ),
     ),
-    init_spawn=(),
 )
 
 
@@ -322,7 +254,7 @@ def test_a_search_stopped_at_a_violation_is_complete_to_its_depth_too(
     """Stopping at the first violation, or Ctrl-C while a whole level's refusals are being
     reported: what the report says was complete holds (refusals within one step more)."""
     system = build_system(spec)
-    explorer = Explorer(system, None, False, None, None, True, None)
+    explorer = Explorer(system, None, False, Limits(stop_on_violation=True))
     if interrupt:
         commit = explorer._commit_refusals
 
@@ -492,7 +424,7 @@ def test_a_time_bound_stops_the_search_and_says_how_deep_it_was_complete(workers
 
 def test_one_process_stopped_by_its_time_bound_kept_every_state_within_its_depth() -> None:
     system = systems()["chunk_transfer"]()
-    explorer = Explorer(system, None, True, None, None, False, None, 0, None, 0.3)
+    explorer = Explorer(system, None, True, Limits(max_seconds=0.3))
     report = explorer.run()
     assert_complete_to(system, report, explorer, symmetry=True)
     if report.stop == "max_time":  # (a machine fast enough finishes first)

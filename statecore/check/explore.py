@@ -92,12 +92,12 @@ def explore(
         if por:
             return search(system, properties, symmetry, limits, Explorer, explore)
         try:
-            return make(system, properties, symmetry, *limits).run()
+            return make(system, properties, symmetry, limits).run()
         except Asymmetry as exc:
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
-        return _results.noted(make(system, properties, False, *limits).run, note)
+        return _results.noted(make(system, properties, False, limits).run, note)
     except NotInterchangeable as exc:  # the memos' premise fails (`statecore.check.values`)
-        plain = _plain.without_memos(Explorer(system, properties, False, *limits))
+        plain = _plain.without_memos(Explorer(system, properties, False, limits))
         return _results.noted(plain.run, _plain.note(exc.reason))
     finally:
         if enabled:

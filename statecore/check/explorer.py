@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections import _count_elements as _count  # type: ignore[attr-defined]
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 
 from ..errors import ActionRaisedError, ModelError
 from ..properties import EMPTY_MONITOR, MonitorState, Property, pending_hot
@@ -57,7 +57,15 @@ from .memory import resident_memory
 from .monitor_steps import MonitorSteps
 from .predicates import Judgement, Judgements, Predicate, PredicateCache, predicate_names
 from .reduction import Footprints, Reducer
-from .results import Coverage, ExplorationInterrupted, Progress, PropertyResult, Report
+from .results import (
+    UNBOUNDED,
+    Coverage,
+    ExplorationInterrupted,
+    Limits,
+    Progress,
+    PropertyResult,
+    Report,
+)
 from .stepcache import ActionFault, Expansion, SuccessorCache
 from .symmetry import Canonicalizer, Renaming, renamings
 from .symmetry_guard import Asymmetry, SymmetryGuard
@@ -75,13 +83,7 @@ class Explorer:
         system: System,
         properties: tuple[Property, ...] | None,
         symmetry: bool,
-        max_states: int | None,
-        max_memory: int | None,
-        stop_on_violation: bool,
-        progress: Callable[[Progress], None] | None,
-        fingerprints: int = 0,
-        max_depth: int | None = None,
-        max_seconds: float | None = None,
+        limits: Limits = UNBOUNDED,
         footprints: Footprints | None = None,
     ) -> None:
         self.system = system
@@ -106,24 +108,24 @@ class Explorer:
         if self.guard is not None:
             self.guard.values = self.values
             self.values.rename_by(self.canonicalizer.others(), self.canonicalizer.moved)
-        self.max_states = max_states
-        self.max_memory = max_memory
-        self.max_depth = max_depth
-        self.max_seconds = max_seconds
+        self.max_states = limits.max_states
+        self.max_memory = limits.max_memory
+        self.max_depth = limits.max_depth
+        self.max_seconds = limits.max_seconds
         self.deadline = float("inf")  # (`perf_counter`) the time bound's, once the search starts
         self.stop = ""  # why the search stopped early, a key of STOPS
         self.bound = ""  # the bound that turned a new state away first, a key of STOPS
         self.cut = -1  # the depth expanded when it did (its successors were not all kept)
         self.expanded = -1  # the deepest level expanded whole
-        self.stop_on_violation = stop_on_violation
-        self.progress = progress
+        self.stop_on_violation = limits.stop_on_violation
+        self.progress = limits.progress
         self.parents: MutableMapping[Node, tuple[Node, ActionLabel] | None] | FingerprintStore = {}
-        if fingerprints:
+        if limits.fingerprints:
             self.parents = FingerprintStore(
-                system, fingerprints, self._canon, self.monitor_steps.step
+                system, limits.fingerprints, self._canon, self.monitor_steps.step
             )
         # Levels packed with fingerprints (`frontier`), not under POR (its proviso reads them).
-        packed = fingerprints and self.por is None
+        packed = limits.fingerprints and self.por is None
         self.parts = Parts.of(system, len(self.monitors)) if packed else None
         self.results: dict[str, PropertyResult] = {}
         self.when_seen: set[str] = set()

@@ -74,7 +74,15 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
 from .ownership import partition_of, process_hash
 from .partition import Finding, LevelReport, Plan, Share, kept_shares
-from .results import ExplorationInterrupted, Progress, Report, bound_notes, complete_to
+from .results import (
+    UNBOUNDED,
+    ExplorationInterrupted,
+    Limits,
+    Progress,
+    Report,
+    bound_notes,
+    complete_to,
+)
 from .symmetry_guard import Asymmetry
 from .transfer import loads
 from .values import NotInterchangeable
@@ -135,32 +143,26 @@ class ParallelSearch:
         system: System,
         properties: tuple[Property, ...] | None,
         symmetry: bool,
-        max_states: int | None,
-        max_memory: int | None,
-        stop_on_violation: bool,
-        progress: Callable[[Progress], None] | None,
-        fingerprints: int = 0,
-        max_depth: int | None = None,
-        max_seconds: float | None = None,
+        limits: Limits = UNBOUNDED,
     ) -> None:
         self.workers = workers
         self.system = system
-        self.max_states = max_states
-        self.max_depth = max_depth
-        self.max_seconds = max_seconds
-        self.stop_on_violation = stop_on_violation
-        self.progress = progress
-        self.fingerprints = fingerprints
+        self.max_states = limits.max_states
+        self.max_depth = limits.max_depth
+        self.max_seconds = limits.max_seconds
+        self.stop_on_violation = limits.stop_on_violation
+        self.progress = limits.progress
+        self.fingerprints = fingerprints = limits.fingerprints
         # The coordinator's own explorer: it judges nothing, but words the
         # verdicts and rebuilds traces and errors exactly as one process does.
-        self.judge: Any = explorer_class(system, properties, symmetry, None, None, False, None)
+        self.judge: Any = explorer_class(system, properties, symmetry)
         self.symmetry = self.judge.symmetry
         self.plan = Plan(
             explorer_class,
             system,
             properties,
             self.symmetry,
-            max_memory,
+            limits.max_memory,
             workers,
             fingerprints,
             self.stable_routes,

@@ -38,6 +38,7 @@ from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
 from .ownership import DEAD, PENDING, Partition, process_hash
+from .results import Limits
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
 from .values import NotInterchangeable
@@ -185,7 +186,7 @@ class Share:
         self.system = plan.system
         share = None if plan.max_memory is None else plan.max_memory // plan.workers
         self.explorer: Any = plan.explorer_class(
-            plan.system, plan.properties, plan.symmetry, None, share, False, None
+            plan.system, plan.properties, plan.symmetry, Limits(max_memory=share)
         )
         if plan.stable_routes and self.explorer.symmetry:
             self.explorer.canonicalizer = OrbitMinimum(self.explorer.canonicalizer.images)

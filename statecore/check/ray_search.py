@@ -120,7 +120,7 @@ def ray_explore(
 
     def search(symmetric: bool) -> Report:
         pool = _pool(ray, workers)
-        return RaySearch(pool, build, ids, system, properties, symmetric, *limits).run()
+        return RaySearch(pool, build, ids, system, properties, symmetric, limits).run()
 
     try:
         try:
@@ -129,7 +129,7 @@ def ray_explore(
             note = f"symmetry reduction off: {exc.reason}; every state was explored without it"
         return noted(lambda: search(False), note)
     except NotInterchangeable as exc:  # the memos' premise fails: searched here, without them
-        plain = without_memos(Explorer(system, properties, False, *limits))
+        plain = without_memos(Explorer(system, properties, False, limits))
         return noted(plain.run, note_of(exc.reason))
 
 
@@ -300,9 +300,10 @@ class RaySearch(ParallelSearch):
         ids: tuple[str, ...] | None,
         system: System,
         properties: tuple[Property, ...] | None,
-        *args: Any,
+        symmetry: bool,
+        limits: Limits,
     ) -> None:
-        super().__init__(Explorer, len(pool), system, properties, *args)
+        super().__init__(Explorer, len(pool), system, properties, symmetry, limits)
         self.ray = _ray()
         self.pool = pool
         self.build = build
@@ -310,7 +311,7 @@ class RaySearch(ParallelSearch):
         self.clean = False  # whether the actors finished the search and can serve another
         # The actors' representatives are not this process's: its judge replays
         # the concrete paths they stand for (`_replay`), without symmetry.
-        self.judge = Explorer(system, properties, False, None, None, False, None)
+        self.judge = Explorer(system, properties, False)
         self.decode = Codec(system).loads
         self.replayer = FingerprintStore(
             system, self.fingerprints or 64, self.judge._canon, self.judge.monitor_steps.step

@@ -21,14 +21,14 @@ __all__ = ["reachable"]
 
 def reachable(system: System, symmetry: bool = False) -> set[Hashable]:
     """Every reachable system state (with `symmetry`, one per orbit; equal ones are one)."""
-    explorer = Explorer(system, (), symmetry, None, None, False, None)
+    explorer = Explorer(system, (), symmetry)
     try:
         try:
             explorer.run()
         except Asymmetry:
-            explorer = Explorer(system, (), False, None, None, False, None)
+            explorer = Explorer(system, (), False)
             explorer.run()
     except NotInterchangeable:
-        explorer = without_memos(Explorer(system, (), False, None, None, False, None))
+        explorer = without_memos(Explorer(system, (), False))
         explorer.run()
     return {node[0] for node in explorer.parents}

@@ -437,7 +437,7 @@ def search(
 ) -> Report:
     """`explore` with partial-order reduction: reduced searches until one kept to its footprints.
 
-    `explorer(system, properties, symmetry, *limits, footprints=...)` is one
+    `explorer(system, properties, symmetry, limits, footprints=...)` is one
     search; `explore` the unreduced search, run again for each
     violated property, stopping at its first violation: its trace (a
     shortest one) replaces the reduced one. A bound may stop it first; the
@@ -449,7 +449,7 @@ def search(
     known = Footprints(system, props)
     while True:
         try:
-            report: Report = explorer(system, properties, False, *limits, footprints=known).run()
+            report: Report = explorer(system, properties, False, limits, footprints=known).run()
             break
         except FootprintsGrew:
             known.restarts += 1

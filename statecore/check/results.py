@@ -17,6 +17,7 @@ from ..traces.judge import HOLDS, UNKNOWN, VACUOUS, PropertyResult, vacuity
 
 __all__ = [
     "STOPS",
+    "UNBOUNDED",
     "Coverage",
     "ExplorationInterrupted",
     "Limits",
@@ -149,16 +150,16 @@ def coverage_of(
 
 
 class Limits(NamedTuple):
-    """How a search is bounded and run: the explorer's arguments after the system, its
-    properties and symmetry (`statecore.check.explorer.Explorer`, `ParallelSearch`)."""
+    """How a search is bounded and run, as `explore` takes it (`statecore.check.explorer.Explorer`,
+    `ParallelSearch`). The defaults: no bound, full states, on past every violation."""
 
-    max_states: int | None
-    max_memory: int | None
-    stop_on_violation: bool
-    progress: Callable[[Progress], None] | None
-    fingerprints: int
-    max_depth: int | None
-    max_seconds: float | None
+    max_states: int | None = None
+    max_memory: int | None = None
+    stop_on_violation: bool = False
+    progress: Callable[[Progress], None] | None = None
+    fingerprints: int = 0
+    max_depth: int | None = None
+    max_seconds: float | None = None
 
     def checked(self) -> Limits:
         """These limits, refused where a bound bounds nothing: a count, size or time not above
@@ -175,6 +176,10 @@ class Limits(NamedTuple):
         if depth is not None and (type(depth) is not int or depth < 0):
             raise ValueError(f"max_depth must be 0 or more (or None for no bound), got {depth!r}")
         return self
+
+
+UNBOUNDED = Limits()
+"""A search with no bound, on past every violation, keeping full states."""
 
 
 def complete_to(expanded: int, cut: int) -> int:
