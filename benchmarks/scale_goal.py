@@ -42,7 +42,7 @@ def complete_check(
     before = resident_memory()
     cpu = time.process_time()
     levels: list[int] = []
-    memory = GOAL_BYTES if workers == 1 else (GOAL_BYTES - COORDINATOR_BYTES) // workers
+    memory = GOAL_BYTES if workers == 1 else GOAL_BYTES - COORDINATOR_BYTES  # shared out
     with counting_levels(levels):
         report = explore(
             system,

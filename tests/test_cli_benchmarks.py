@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -128,8 +129,19 @@ def test_the_scale_goal_reports_the_check_it_ran(
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     goal = load("scale_goal")
     config = goal.ChunkTransferConfig(ids=1, generations=2, saves=1, segments=1)
+    bounds: list[int] = []
+    explore = goal.explore
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        bounds.append(kwargs["max_memory"])
+        return explore(*args, **kwargs)
+
+    monkeypatch.setattr(goal, "explore", bounded)
     got = goal.complete_check(600, workers, config)
-    report = goal.explore(goal.build(config), stop_on_violation=False)
+    # The goal's memory in all: `explore` shares its bound out among the workers.
+    kept_back = goal.COORDINATOR_BYTES if workers > 1 else 0
+    assert bounds == [goal.GOAL_BYTES - kept_back]
+    report = explore(goal.build(config), stop_on_violation=False)
     assert (got["states"], got["depth"], got["complete"]) == (report.states, report.depth, True)
     assert (got["complete_depth"], got["stop"]) == (report.depth, "")
     assert got["judged"] == got["properties"] == len(report.results)
