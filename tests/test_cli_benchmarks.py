@@ -211,3 +211,22 @@ def test_the_reduction_table_reports_the_searches_it_ran(
         goal.ChunkTransferConfig(ids=2, generations=1, saves=0, segments=0), None, ()
     )[1]
     assert rows[1][7] == f"{share:.1%}"
+
+
+def test_the_por_table_reports_the_searches_it_ran(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchmarks/por.py`: a row's states and transitions, with POR and without, are those
+    searches' (no symmetry), and its factors their ratios."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    bench = load("por")
+    model = bench.explore_benchmark()
+    system = model.model(model.QUICK[3])
+    factors = bench.compare("explore model", system)
+    row = capsys.readouterr().out.split()
+    full = bench.explore(system, symmetry=False, stop_on_violation=False)
+    reduced = bench.explore(system, symmetry=False, stop_on_violation=False, por=True)
+    assert row[2:4] == [f"{full.states}", f"{reduced.states}"]
+    assert row[5:7] == [f"{full.transitions}", f"{reduced.transitions}"]
+    assert factors == (full.states / reduced.states, full.transitions / reduced.transitions)
+    assert "VERDICTS DIFFER" not in row

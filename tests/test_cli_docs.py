@@ -101,7 +101,8 @@ def commands(text: str) -> list[Command]:
 VLLM = "needs the real vLLM-Omni stack (~2 GB): `tox -e vllm` runs it (tests/test_ci_recipes.py)"
 RAY = (
     "needs Ray and a cluster: `tox -e ray` runs tests/test_ray_search.py, which starts a local "
-    "one and checks `statecore check --ray` against one process"
+    "one and checks `statecore check --ray` against one process, and tests/test_ray_cluster.py, "
+    "which runs `ray start --head`, `statecore check --ray auto` and `ray stop`"
 )
 INSTALL = (
     "installs into the current environment: .ci/run runs the README's install and test "

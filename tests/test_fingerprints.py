@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import Any, NamedTuple
 from unittest import mock
 
@@ -39,7 +40,7 @@ from statecore.system import Slot, SystemState
 from statecore.traces.replay import replay
 
 GOLDEN_FIGURES: dict[str, Any] = json.loads(GOLDEN.read_text(encoding="utf-8"))
-BIG = 20_000  # states: targets above this many run with the slow tests only
+BIG = 20_000  # states: targets above this many are marked slow (-m 'not slow' skips them)
 
 
 def bundled_names() -> list[Any]:
@@ -461,3 +462,10 @@ def test_the_collision_bound_is_the_birthday_bound() -> None:
     assert collision_bound(64, 2**32) == pytest.approx(0.5, rel=1e-6)
     assert collision_bound(64, 2**40) == 1.0
     assert collision_bound(128, 10**9) < 1e-20
+
+
+def test_the_cli_page_quotes_the_collision_bound_the_check_reports() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    million, hundred_million = (f"{collision_bound(64, n):.1e}" for n in (10**6, 10**8))
+    quoted = f"about {million} at a million\nstates, {hundred_million} at 100 million."
+    assert quoted in page

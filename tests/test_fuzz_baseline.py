@@ -37,3 +37,16 @@ def test_a_tool_failing_the_unmutated_adapter_stops_the_benchmark() -> None:
     with pytest.raises(SystemExit, match=r"the baseline fails on the unmutated 0\.30\.0 adapter"):
         BENCH.require_clean("the baseline", broken)
     BENCH.require_clean("the baseline", BENCH.Attempt(False, 1.0, 60, ""))
+
+
+def test_the_workers_table_runs_each_worker_count_on_the_real_adapter() -> None:
+    """Part 3 of the benchmark: 1 and 2 worker processes fuzz the real adapter for the
+    budget each, and a row's figures are its workers' (the steps summed, one rate each)."""
+    mode = BENCH.Mode(1, 1, 1.0, 30.0, 100, 10, workers_budget=3)
+    one, two = BENCH.measure_workers(mode)
+    assert (one.workers, len(one.per_worker)) == (1, 1)
+    assert (two.workers, len(two.per_worker)) == (2, 2)
+    for row in (one, two):
+        assert row.steps > 0 and all(rate > 0 for rate in row.per_worker)
+        assert row.seconds >= mode.workers_budget
+        assert row.steps_per_second == pytest.approx(row.steps / row.seconds)

@@ -72,10 +72,11 @@ def test_the_readme_gives_an_install_command_then_a_test_command() -> None:
     assert readme_test_commands() == ["pip install -e '.[dev]'", "tox"]
 
 
-def test_ci_runs_the_readme_commands_in_a_fresh_venv_then_the_vllm_env() -> None:
+def test_ci_runs_the_readme_commands_in_a_fresh_venv_then_the_ray_and_vllm_envs() -> None:
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     install, test = readme_test_commands()
-    assert lines.index(install) < lines.index(test) < lines.index("tox -e vllm")
+    assert lines.index(install) < lines.index(test) < lines.index("tox -e ray")
+    assert lines.index(test) < lines.index("tox -e vllm")
     assert any(line.startswith("python -m venv ") for line in lines[: lines.index(install)])
 
 

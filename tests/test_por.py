@@ -484,7 +484,7 @@ def test_por_leaves_symmetry_off_and_says_so() -> None:
 # -- every bundled target and variant ----------------------------------------------
 
 GOLDEN_FIGURES: dict[str, Any] = __import__("json").loads(GOLDEN.read_text(encoding="utf-8"))
-BIG = 20_000  # states: targets above this many run with the slow tests only
+BIG = 20_000  # states: targets above this many are marked slow (-m 'not slow' skips them)
 
 
 @pytest.mark.parametrize(
