@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 from array import array
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from hashlib import blake2b
@@ -309,6 +310,10 @@ class FingerprintStore:
         self.partitions = partitions
         self.labels = system.labels()
         self.label_index = {label: index for index, label in enumerate(self.labels)}
+        # By text too, for one sent from another process that is not equal to itself there
+        # (a float NaN among its arguments is another object, and NaN != NaN): once only.
+        said = Counter(repr(label) for label in self.labels)
+        self.label_text = {repr(s): i for i, s in enumerate(self.labels) if said[repr(s)] == 1}
         self.bits = bits
         self.fps = array("Q")  # the low 64 bits of each fingerprint
         self.wide = array("Q")  # the high 64 bits of 128-bit fingerprints
@@ -415,13 +420,15 @@ class FingerprintStore:
         self._key_fp = self.fingerprinter.moved(raw, node, nxt, writes, step) or 1
 
     def action_of(self, label: ActionLabel) -> int:
-        try:
-            return self.label_index[label]
-        except KeyError:
+        found = self.label_index.get(label)
+        if found is None:
+            found = self.label_text.get(repr(label))
+        if found is None:
             raise FingerprintError(
                 f"fingerprints: system {self.system.name!r} took action {label}, which is "
                 "not among its labels(); keep full states (no --fingerprints)"
-            ) from None
+            )
+        return found
 
     def __iter__(self) -> Iterator[Node]:
         raise TypeError("a fingerprint store keeps no states to list: keep full states")
