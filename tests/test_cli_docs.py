@@ -133,6 +133,11 @@ EXEMPT: list[tuple[str, str]] = [
     ),
     (r"\bshop:", "docs/adapters.md's own module: tests/test_fuzz_docs.py runs these commands"),
     (r"^ray (start|stop)\b|--ray\b|--address auto\b", RAY),
+    (
+        r"^python benchmarks/ray_explore\.py --fingerprints 64$",
+        "needs Ray: `tox -e ray` runs it (tests/test_ray_search.py) and compares what it prints "
+        "with docs/ray.md's block, timings aside",
+    ),
 ]
 
 

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import golden_targets
@@ -250,6 +251,28 @@ def test_the_benchmark_prints_each_search_side_by_side(
     for row in ("one process", "2 forked processes", "Ray, 1 actor", "Ray, 2 actors"):
         assert re.search(rf"^{row} +3,281 +7,442 ", out, re.MULTILINE), row
     assert out.splitlines()[-1].startswith("RESULT ray_states_per_s_per_worker=")
+
+
+@needs_ray
+def test_the_ray_page_shows_what_the_benchmark_prints(
+    cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/ray.md's throughput block: the same searches, states and transitions, and each
+    row's figures in place (timings aside)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "ray.md").read_text()
+    command = "$ python benchmarks/ray_explore.py --fingerprints 64\n"
+    shown = page.split(command, 1)[1].split("```", 1)[0].splitlines()
+    assert load_benchmark("ray_explore").main(command.split()[3:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+
+    def untimed(line: str) -> list[str]:
+        words = line.split()
+        if line.startswith("RESULT"):
+            return [word.split("=")[0] for word in words]
+        numbers = [i for i, word in enumerate(words) if re.fullmatch(r"[\d,.]+", word)]
+        return words[: numbers[2]] if len(numbers) > 2 else words  # names, states, transitions
+
+    assert [untimed(line) for line in printed] == [untimed(line) for line in shown]
 
 
 # -- without Ray -----------------------------------------------------------------------
