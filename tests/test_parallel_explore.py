@@ -39,12 +39,8 @@ from statecore.traces.replay import replay
 
 
 def summary(report: Report) -> tuple[Any, ...]:
-    """What must not change: counts, coverage, and each verdict with its trace's length.
-
-    Not which counterexample: of several equally short ones, the workers may
-    find another first than one process would (one ending in a deadlock, say,
-    where one process's ends at another quiescent state).
-    """
+    """What must not change: counts, coverage, and each verdict with its trace's length
+    (`counterexamples`: and with its trace, where the workers are forked)."""
     verdicts = tuple(
         (r.property.id, r.verdict, None if r.trace is None else len(r.trace.steps))
         for r in report.results
@@ -52,6 +48,15 @@ def summary(report: Report) -> tuple[Any, ...]:
     counts = (report.states, report.transitions, report.depth, report.complete)
     notes = tuple(re.sub(r" \(\d+ bytes each\)", "", note) for note in report.notes)
     return (*counts, report.symmetry, report.coverage, notes, verdicts)
+
+
+def counterexamples(report: Report) -> tuple[Any, ...]:
+    """Each property's verdict and trace, step by step: of several equally short ones, the
+    one one process reports (the first it meets), on forked workers too."""
+    return tuple(
+        (r.property.id, r.verdict, r.trace and tuple(str(s.action) for s in r.trace.steps))
+        for r in report.results
+    )
 
 
 def assert_traces_real(system: Any, report: Report) -> None:
@@ -67,6 +72,7 @@ def test_two_workers_find_what_one_finds_on_random_systems(spec: SystemSpec, bit
     one = explore(system, stop_on_violation=False, fingerprints=bits)
     two = explore(system, stop_on_violation=False, fingerprints=bits, workers=2)
     assert summary(two) == summary(one)
+    assert counterexamples(two) == counterexamples(one)
     assert_traces_real(system, two)
 
 
@@ -78,13 +84,15 @@ def test_two_workers_under_symmetry_find_what_one_finds(spec: SystemSpec) -> Non
     one = explore(system, stop_on_violation=False)
     three = explore(system, stop_on_violation=False, workers=3)
     assert summary(three) == summary(one)
+    assert counterexamples(three) == counterexamples(one)
     assert_traces_real(system, three)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_systems())
 def test_stopping_at_a_violation_finds_each_of_one_process_violations(spec: SystemSpec) -> None:
-    """Stopping at the end of the level, two workers find each violation one process stops at."""
+    """Stopping at the end of the level, two workers find each violation one process stops
+    at, with its trace."""
     system = build_system(spec)
     one = explore(system)
     two = explore(system, workers=2)
@@ -94,7 +102,7 @@ def test_stopping_at_a_violation_finds_each_of_one_process_violations(spec: Syst
             theirs = two.result(result.property.id)
             assert theirs.verdict == "violated"
             assert result.trace is not None and theirs.trace is not None
-            assert len(theirs.trace.steps) == len(result.trace.steps)
+            assert theirs.trace.steps == result.trace.steps
 
 
 @pytest.mark.parametrize("name", bundled_names())
@@ -103,6 +111,8 @@ def test_two_workers_on_every_bundled_target(name: str) -> None:
     bits = 64 if len(name) % 2 else 0  # half of them with fingerprints
     report = explore(systems()[name](), stop_on_violation=False, workers=2, fingerprints=bits)
     assert_golden_figures(report, golden)
+    one = explore(systems()[name](), stop_on_violation=False)
+    assert counterexamples(report) == counterexamples(one)
 
 
 # -- errors and bounds ---------------------------------------------------------------
@@ -122,6 +132,60 @@ def test_an_action_that_raises_on_a_worker_is_reported_as_one_process_reports_it
     assert str(two.value).splitlines()[0] == str(one.value).splitlines()[0]
     assert two.value.trace is not None and len(two.value.trace) == 2
     assert isinstance(two.value.__cause__, ZeroDivisionError)
+
+
+@pytest.mark.parametrize("slack", [32, 0])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_of_several_model_errors_at_one_depth_the_workers_report_one_process_one(
+    depth: int, slack: int
+) -> None:
+    """Every state `depth` steps deep makes the audit raise: one process reports the first it
+    expands, and so do the workers (`slack` 0: nodes move between them at every level)."""
+
+    def audit(tx: Tx) -> None:
+        if tx.get("x") + tx.get("y") + tx.get("z") == depth:
+            raise ZeroDivisionError("audit divided by zero")
+        tx.require(False)
+
+    base = counters(3)
+    audited = [*base.actions, Action("audit", "auditor", audit)]
+    system = System("audited", components=[], globals=list(base.globals), actions=audited)
+    with pytest.raises(ActionRaisedError) as one:
+        explore(system)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition, "_SLACK", slack)
+        for bits in (0, 64):
+            with pytest.raises(ActionRaisedError) as two:
+                explore(system, workers=2, fingerprints=bits)
+            assert str(two.value) == str(one.value)
+            assert two.value.trace == one.value.trace
+
+
+def test_a_model_error_one_process_stops_before_is_not_reported() -> None:
+    """Stopping at a violation, one process stops after the node where it met one, before it
+    expands a later node of the level whose action raises: it reports the violation, and so
+    do the workers, which expand the whole level."""
+
+    def audit(tx: Tx) -> None:
+        if (tx.get("x"), tx.get("y"), tx.get("z")) == (0, 0, 1):
+            raise ZeroDivisionError("audit divided by zero")
+        tx.require(False)
+
+    base = counters(3)
+    audited = [*base.actions, Action("audit", "auditor", audit)]
+    below = always("x_below_2", "x never reaches 2", lambda v: v.get("x") < 2)
+    system = System(
+        "audited", components=[], globals=list(base.globals), actions=audited, properties=[below]
+    )
+    one = explore(system)
+    assert one.result("x_below_2").verdict == "violated"
+    for workers in (2, 3):
+        more = explore(system, workers=workers)
+        assert counterexamples(more) == counterexamples(one)
+    with pytest.raises(ActionRaisedError):  # (not stopping, one process meets the error)
+        explore(system, stop_on_violation=False)
+    with pytest.raises(ActionRaisedError):
+        explore(system, stop_on_violation=False, workers=2)
 
 
 @pytest.mark.parametrize("kind", [always, eventually])
@@ -188,6 +252,20 @@ def test_a_bound_near_the_space_keeps_as_many_states_as_one_process(
 def test_partial_order_reduction_on_several_workers_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="partial-order reduction does not run on several"):
         explore(systems()["segments"](), por=True, workers=2)
+
+
+def test_more_actions_than_a_discovery_key_holds_are_refused_in_one_line() -> None:
+    """A node's place in one process's order holds the number of the action that reached it
+    in `STEP_BITS` bits: a system with more actions is refused before a worker starts."""
+    system = counters(2)  # three actions
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parallel, "STEP_BITS", 1)
+        with pytest.raises(ValueError) as refused:
+            explore(system, workers=2)
+    assert str(refused.value) == (
+        "system 'counters_2' has 3 actions with their arguments; a search on several workers "
+        "takes fewer than 2: search on one process"
+    )
 
 
 def test_a_worker_count_below_one_is_refused() -> None:
@@ -321,7 +399,7 @@ def test_each_worker_expands_what_it_reached_and_about_half(bits: int) -> None:
     assert summary(two) == summary(one)
     assert expanded[0] + expanded[1] == one.states
     assert min(expanded) > 0.4 * one.states
-    assert 0 < moved[0] < 0.05 * one.states
+    assert 0 < moved[0] < 0.1 * one.states
 
 
 def counters(cap: int) -> System:
@@ -380,6 +458,37 @@ def test_what_is_found_on_a_claim_turned_down_is_dropped() -> None:
                 assert_traces_real(system, two)
         assert [r.verdict for r in one.results] == ["violated", "holds", "violated"]
     assert dropped[0] > 0
+
+
+@pytest.mark.parametrize("bits", [0, 64])
+def test_a_state_reached_by_several_workers_keeps_one_process_parent(bits: int) -> None:
+    """Three counters: most states are reached by several workers in one level, and nodes
+    move between them at every level (`_SLACK` 0). Whichever worker reached a state first,
+    and whichever holds it then, the owner keeps the parent one process gives it (another
+    worker's claim may beat its own, or a third's): every counterexample is one process's,
+    step for step, on 2, 3 and 4 workers."""
+    for cap in (2, 3, 5):
+        system = counters(cap)
+        one = explore(system, stop_on_violation=False, fingerprints=bits)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(partition, "_SLACK", 0)
+            for workers in (2, 3, 4):
+                more = explore(system, stop_on_violation=False, fingerprints=bits, workers=workers)
+                assert counterexamples(more) == counterexamples(one)
+                assert summary(more) == summary(one)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_systems(), st.sampled_from([0, 64]))
+def test_nodes_moved_at_every_level_change_no_counterexample(spec: SystemSpec, bits: int) -> None:
+    """Evened out at every level, a worker expands nodes another reached, after its own: it
+    still expands them in one process's order, and reports one process's counterexamples."""
+    system = build_system(spec)
+    one = explore(system, stop_on_violation=False, fingerprints=bits)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition, "_SLACK", 0)
+        three = explore(system, stop_on_violation=False, fingerprints=bits, workers=3)
+    assert counterexamples(three) == counterexamples(one)
 
 
 def test_a_worker_remembers_what_it_claimed_but_what_the_quota_turned_away() -> None:
@@ -480,7 +589,7 @@ def test_a_worker_that_cannot_send_nodes_to_even_out_fails_the_search_and_none_w
         plain = self.dumps
 
         def dumps(value: Any) -> bytes:
-            if isinstance(value, list) and value and len(value[0]) == 3:
+            if isinstance(value, list) and value and len(value[0]) == 4:  # (node, fp, ref, rank)
                 raise TypeError("cannot pickle this node")
             return plain(value)
 

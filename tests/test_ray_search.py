@@ -33,7 +33,7 @@ from system_strategies import systems as random_systems
 from test_cli_benchmarks import load as load_benchmark
 from test_fingerprints import GOLDEN_FIGURES, assert_golden_figures
 from test_model_errors import jobs, running
-from test_parallel_explore import assert_traces_real, bounded, summary
+from test_parallel_explore import assert_traces_real, bounded, counterexamples, summary
 
 from statecore.check.explore import explore
 from statecore.check.ray_search import RayError, ray_explore
@@ -103,6 +103,17 @@ def test_two_actors_on_bundled_targets_find_what_one_process_finds(
     report = ray_explore(build, workers=2, stop_on_violation=False, fingerprints=bits)
     assert_golden_figures(report, golden)
     assert_traces_real(build(), report)
+
+
+@needs_ray
+@pytest.mark.parametrize("name", ["segments_6816", "stage_pair_stale_read", "receiver_no_recheck"])
+def test_two_actors_report_one_process_counterexamples(cluster: Any, name: str) -> None:
+    """Without symmetry reduction the actors pick no representative of their own: of equally
+    short counterexamples they report the one one process meets first, step for step."""
+    build = factory(name)
+    one = explore(build(), stop_on_violation=False, symmetry=False)
+    two = ray_explore(build, workers=2, stop_on_violation=False, symmetry=False)
+    assert not one.ok and counterexamples(two) == counterexamples(one)
 
 
 @needs_ray

@@ -38,6 +38,25 @@ def test_a_parent_log_gives_back_every_entry(wide: bool) -> None:
             log[index]
 
 
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_parent_log_entry_rewritten_reads_back_anew_in_memory_or_on_file(wide: bool) -> None:
+    """A worker's claim that reached a node first gives it another parent: rewritten where the
+    entry is, on file or in memory, it reads back new, and every other entry as it was."""
+    rnd = random.Random(11)
+    top = (1 << 32) - 1 if wide else (1 << 16) - 1
+    entries = [(rnd.randrange(1 << 64), rnd.randint(0, top)) for _ in range(100)]
+    log = ParentLog(wide_actions=wide, limit=36 if wide else 30)
+    for ref, action in entries:
+        log.append(ref, action)
+    for index in rnd.sample(range(len(entries)), 40) + [0, len(entries) - 1]:
+        entries[index] = (rnd.randrange(1 << 64), rnd.randint(0, top))
+        log[index] = entries[index]
+    assert [log[i] for i in range(len(entries))] == entries
+    assert log.nbytes == (12 if wide else 10) * (len(entries) % 3)  # (the rest on file)
+    with pytest.raises(IndexError):
+        log[len(entries)] = (1, 1)
+
+
 FULL_DISK = """
 from statecore.check.spill import ParentLog
 

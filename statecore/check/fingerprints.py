@@ -494,6 +494,10 @@ class FingerprintStore:
         """``(fingerprint, parent reference, action index)`` of node `index`."""
         return (self._fp_at(index), *self.log[index])
 
+    def set_entry(self, index: int, parent: int, action: int) -> None:
+        """Node `index` was reached first from `parent` by `action` (a worker's claim)."""
+        self.log[index] = (parent, action)
+
     def path_to(self, node: Node) -> StrictParents:
         """The explorer's parents along the shortest path to visited `node`, by replay."""
         index = self.find(self.fingerprint(node))

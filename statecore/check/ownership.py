@@ -10,13 +10,14 @@ share of the search on it.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
+from itertools import accumulate, pairwise
 from typing import Any
 
 from ..system import ActionLabel
 from .fingerprints import ROOT, FingerprintStore
 
-__all__ = ["DEAD", "PENDING", "Partition", "partition_of", "process_hash"]
+__all__ = ["DEAD", "PENDING", "STEP_BITS", "Partition", "partition_of", "process_hash"]
 
 Node = tuple[Any, ...]
 PENDING = -2  # the reference of a claimed node whose owner has not answered yet
@@ -24,6 +25,10 @@ DEAD = -1  # of a claimed node its owner turned down: left in its level, never e
 _SEEN, _TURNED_AWAY = -1, -2  # an owner's answer to a claim on a node it has, or over quota
 _NOWHERE = -1  # where a claim of a closed level (`Partition.closed`) queued its node: nowhere
 _KNOWN = 1 << 20  # claims on other workers' nodes remembered, as their fingerprints, at most
+_CLAIM = 5  # numbers a claim takes: fingerprint (low, high), parent, action, discovery key
+STEP_BITS = 24
+"""A node's discovery key is its parent's rank in its level, shifted by this, with the number of
+the action that reached it (an initial node's: its place among the initial states)."""
 
 
 def partition_of(fp: int, partitions: int) -> int:
@@ -50,16 +55,23 @@ class Partition:
     that do not depend on hashes.
 
     A successor another worker owns is *claimed* from it: its fingerprint,
-    parent and action go to the owner (with full states, the node too), and
-    the node stays with the worker that reached it, which queues and judges it
-    at once, as if new, with what its parent's expansion learned. At the
-    level's end the owner adds each claim that is new (the first, in worker
-    order, of several equal ones) and answers with where it stored it; a claim
-    turned down (seen before, or by another claimant, or over the quota) leaves
-    its node in the level as dead, never expanded, and whatever its judgement
-    found is dropped (the node's holder found it too, or found it first,
-    earlier). So a worker expands the nodes it reached, and with fingerprints
-    only 32 bytes a claim cross.
+    parent, action and discovery key go to the owner (with full states, the
+    node too), and the node stays with the worker that reached it, which queues
+    and judges it at once, as if new, with what its parent's expansion learned.
+    At the level's end the owner keeps, of the workers that reached a node new
+    in this level, itself included, the one that reached it first in one
+    process's order: the least discovery key (`STEP_BITS`), whose parent and
+    action it stores. It answers that claim with where it stored the node; a
+    claim turned down (seen before, or reached first by another, or over the
+    quota) leaves its node in the level as dead, never expanded, and whatever
+    its judgement found is dropped (the node's holder found it too), as is the
+    owner's own node that a claim reached first. So a worker expands the nodes
+    it reached, each node's parent is one process's, and with fingerprints
+    only 40 bytes a claim cross.
+
+    A node's rank is its place in its level in one process's order: the
+    workers expand their nodes in that order (`order`), so the first of a
+    worker's ways to a node is its least; `rank` works the next level's out.
     """
 
     def __init__(self, store: FingerprintStore, exact: bool) -> None:
@@ -76,11 +88,22 @@ class Partition:
         self.turned_away = False
         self._parent: object = None
         self._parent_ref = ROOT
+        self.parent_rank = 0  # the initial nodes': one root before them all
+        self._asked = 0  # initial nodes asked about so far (the last one's discovery key)
+        self.rooting = True  # queuing the initial nodes
         # Per node of the level being queued, and of the one being expanded, its fingerprint
         # and reference (`DEAD`: a claim turned down, `PENDING`: a claim not answered yet);
         # per owner, this level's claims, their nodes' places, and with full states the nodes.
         self.queued_fps, self.queued_refs = _Fingerprints(store.bits), array("q")
         self.frontier_fps, self.frontier_refs = _Fingerprints(store.bits), array("q")
+        # Per node queued, its discovery key, then its rank; per node to expand, its rank.
+        self.queued_keys, self.frontier_ranks = array("q"), array("q")
+        self.ranks = 1  # the ranks of the level being expanded: 0 to this (the root's: 0)
+        self.next_ranks = 0  # and of the level queued, once ranked
+        # The nodes this worker stored in this level, from `first` on: their discovery keys,
+        # and the places of those it queued itself (-1: another worker's claim's).
+        self.first = 0
+        self.level_keys, self.level_places = array("q"), array("q")
         self.claims = [array("Q") for _ in range(self.workers)]
         self.claimed_at = [array("q") for _ in range(self.workers)]
         self.claimed_nodes: list[list[Node]] = [[] for _ in range(self.workers)]
@@ -103,12 +126,22 @@ class Partition:
     def hold(self, node: Node, index: int) -> None:
         """The `index`-th node of the level being expanded, `node`, is expanded next."""
         self._parent, self._parent_ref = node, self.frontier_refs[index]
+        self.parent_rank = self.frontier_ranks[index]
+
+    def order(self) -> Sequence[int]:
+        """The places of the level to expand, in one process's order (by rank): a worker's own
+        nodes are in order already, and those another sent it to even out come after them."""
+        ranks = self.frontier_ranks
+        if all(a < b for a, b in pairwise(ranks)):
+            return range(len(ranks))
+        return sorted(range(len(ranks)), key=ranks.__getitem__)
 
     def reached(self, raw: int, node: Node, nxt: Node, writes: int, step: object = None) -> None:
         """`FingerprintStore.reached`."""
         self.store.reached(raw, node, nxt, writes, step)
 
     def __contains__(self, node: Node) -> bool:
+        self._asked += self.rooting  # (every worker asks of every initial node, in order)
         fp = self.store.fp_of(node)
         if partition_of(fp, self.workers) != self.me:
             return True  # another worker's: not this one's to add
@@ -127,29 +160,44 @@ class Partition:
         fp = self.store.fp_of(node)
         owner = partition_of(fp, self.workers)
         if owner == self.me:
-            if self.index(node, fp) >= 0:
+            if self.index(node, fp) >= 0:  # (reached before: by a less key, in this level)
                 return None
-            index = self._admit(node, fp, *self._entry(entry))
+            parent, action = self._entry(entry)
+            key = self._key(entry, action)
+            index = self._admit(node, fp, parent, action)
             if index < 0:
                 return None
-            self.queued_fps.append(fp)
-            self.queued_refs.append(index * self.workers + self.me)
+            self.level_keys.append(key)
+            self.level_places.append(len(self.queued_fps))
+            self._queue(fp, index * self.workers + self.me, key)
             return entry
         sent = fp if self.nodes is None else node  # full states: two may share a hash
         if sent in self.sent:
             return None
         self.sent.add(sent)
-        self.claims[owner].extend((fp & ROOT, fp >> 64, *self._entry(entry)))
+        parent, action = self._entry(entry)
+        key = self._key(entry, action)
+        self.claims[owner].extend((fp & ROOT, fp >> 64, parent, action, key))
         if self.nodes is not None:
             self.claimed_nodes[owner].append(node)
         if self.closed:
             self.claimed_at[owner].append(_NOWHERE)
             return None
         self.claimed_at[owner].append(len(self.queued_fps))
-        self.queued_fps.append(fp)
-        self.queued_refs.append(PENDING)
+        self._queue(fp, PENDING, key)
         self._claimed = node
         return entry
+
+    def _key(self, entry: tuple[Node, ActionLabel] | None, action: int) -> int:
+        """The discovery key of a node reached by `entry` (by `action`): see `STEP_BITS`."""
+        if entry is None:  # an initial node: its place among those asked about
+            return self._asked - 1
+        return self.parent_rank << STEP_BITS | action
+
+    def _queue(self, fp: int, ref: int, key: int) -> None:
+        self.queued_fps.append(fp)
+        self.queued_refs.append(ref)
+        self.queued_keys.append(key)
 
     def _entry(self, entry: tuple[Node, ActionLabel] | None) -> tuple[int, int]:
         """The parent reference and action number of `entry` (the root's: none)."""
@@ -189,21 +237,90 @@ class Partition:
 
     def claims_for(self, owner: int) -> bytes:
         """This level's claims on worker `owner`'s nodes: (fingerprint's low and high 64 bits,
-        parent reference, action) each."""
+        parent reference, action, discovery key) each."""
         return self.claims[owner].tobytes()
 
-    def answer(self, payload: bytes, nodes: list[Node] | None = None) -> bytes:
-        """Add each new node of another worker's claims (`claims_for`; with full states, their
-        `nodes`) if the quota allows; per claim, its index here, `_SEEN` or `_TURNED_AWAY`."""
-        claims = array("Q")
-        claims.frombytes(payload)
-        answers = array("q")
-        for k in range(0, len(claims), 4):
-            fp = claims[k] | claims[k + 1] << 64
-            node = None if nodes is None else nodes[k // 4]
-            seen = self.index(node, fp) >= 0  # type: ignore[arg-type]  # (a node, if exact)
-            answers.append(_SEEN if seen else self._admit(node, fp, claims[k + 2], claims[k + 3]))
-        return answers.tobytes()
+    def answer(
+        self, got: dict[int, tuple[bytes, list[Node] | None]]
+    ) -> tuple[dict[int, bytes], int]:
+        """Take the other workers' claims (`claims_for`, by sender; with full states, their
+        nodes): a node new in this level goes to the least discovery key, a claim's or this
+        worker's own, and a node new here is added if the quota allows. Per sender, per
+        claim, its index here, `_SEEN` or `_TURNED_AWAY`; and how many of this worker's own
+        nodes a claim reached first (each left dead)."""
+        answers: dict[int, array[int]] = {}
+        held: dict[int, tuple[int, int]] = {}  # a node a claim holds: (sender, claim)
+        lost = 0
+        for sender in sorted(got):
+            payload, nodes = got[sender]
+            claims = array("Q")
+            claims.frombytes(payload)
+            answered = answers[sender] = array("q")
+            for k in range(0, len(claims), _CLAIM):
+                fp = claims[k] | claims[k + 1] << 64
+                parent, action, key = claims[k + 2], claims[k + 3], claims[k + 4]
+                node = None if nodes is None else nodes[k // _CLAIM]
+                index = self.index(node, fp)  # type: ignore[arg-type]  # (a node, if exact)
+                if index < 0:
+                    index = self._admit(node, fp, parent, action)
+                    if index >= 0:
+                        self.level_keys.append(key)
+                        self.level_places.append(-1)
+                        held[index] = (sender, len(answered))
+                    answered.append(index)
+                    continue
+                at = index - self.first
+                if at < 0 or key >= self.level_keys[at]:  # an earlier level, or reached first
+                    answered.append(_SEEN)
+                    continue
+                self.store.set_entry(index, parent, action)  # this claim reached it first
+                self.level_keys[at] = key
+                place = self.level_places[at]
+                if place >= 0:  # this worker's own node: dead
+                    self.queued_refs[place] = DEAD
+                    self.level_places[at] = -1
+                    lost += 1
+                else:  # another claim's
+                    other, number = held[index]
+                    answers[other][number] = _SEEN
+                held[index] = (sender, len(answered))
+                answered.append(index)
+        return {sender: a.tobytes() for sender, a in answers.items()}, lost
+
+    def kids(self) -> bytes:
+        """Per rank of the level expanded, how many of the nodes queued and kept its node
+        reached first (4 bytes each; each rank is one worker's)."""
+        kids = array("I", bytes(4 * self.ranks))
+        refs = self.queued_refs
+        for place, key in enumerate(self.queued_keys):
+            if refs[place] != DEAD:
+                kids[key >> STEP_BITS] += 1
+        return kids.tobytes()
+
+    def rank_roots(self) -> None:
+        """Rank the initial nodes: by their places among those asked about, the same on
+        every worker (not one after another: no rank is shared out)."""
+        self.next_ranks = self._asked
+
+    def rank(self, kids: list[bytes]) -> None:
+        """Rank the nodes queued and kept, from every worker's `kids`: a node's rank is the
+        nodes of the level its parent's rank reached first before it, and the ones its parent
+        reached before it by a less key (one process queues them in that order)."""
+        combined = 0  # (no count reaches 2**32: added as numbers, they add up field by field)
+        for payload in kids:
+            combined += int.from_bytes(payload, "little")
+        counts = array("I", combined.to_bytes(4 * self.ranks, "little"))
+        before = array("q", accumulate(counts, initial=0))
+        refs, keys = self.queued_refs, self.queued_keys
+        parent, sibling = -1, 0
+        for place, key in enumerate(keys):
+            if refs[place] == DEAD:
+                continue
+            if key >> STEP_BITS != parent:
+                parent, sibling = key >> STEP_BITS, 0
+            keys[place] = before[parent] + sibling
+            sibling += 1
+        self.next_ranks = before[-1]
 
     def answered(self, owner: int, payload: bytes) -> int:
         """Take worker `owner`'s answers to this level's claims on it; the claims turned down.
@@ -224,9 +341,14 @@ class Partition:
         return lost
 
     def next_level(self) -> None:
-        """The level queued is the one to expand next."""
+        """The level queued is the one to expand next (`rank` ranked it)."""
         self.frontier_fps, self.frontier_refs = self.queued_fps, self.queued_refs
+        self.frontier_ranks, self.ranks = self.queued_keys, self.next_ranks
         self.queued_fps, self.queued_refs = _Fingerprints(self.store.bits), array("q")
+        self.queued_keys = array("q")
+        self.first = len(self.store)
+        self.level_keys, self.level_places = array("q"), array("q")
+        self.rooting = False
         self.claims = [array("Q") for _ in range(self.workers)]
         self.claimed_at = [array("q") for _ in range(self.workers)]
         self.claimed_nodes = [[] for _ in range(self.workers)]

@@ -12,7 +12,11 @@ workers send a few nodes to even out the next level's shares.
 The search is level-synchronous: every worker expands depth d, exchanges
 claims, and reports to the coordinating process before any
 worker starts depth d + 1. So every node is reached by a shortest path and
-the counts, verdicts and counterexample lengths are those of one process.
+the counts and verdicts are those of one process. So are the counterexamples:
+each worker expands its share of a level in one process's order (by rank),
+and a node several workers reach keeps the parent one process gives it, the
+first in that order (`statecore.check.ownership`); of several equally short
+counterexamples, the workers report the one one process meets first.
 
 Each worker runs the one-process explorer's own code on its nodes (its
 successors, quiescence, monitors and symmetry checks); only where a finding
@@ -20,12 +24,13 @@ is reported does it differ, noting the node's reference instead of building
 a trace. The coordinator picks, per property, the shortest finding of the
 level (as one process would) and rebuilds its trace from the parents the
 workers keep, by replay. A worker's model error is replayed the same way,
-so it reads as one process's error, trace included (of several errors met
-on one level, the workers may report another one, with a trace as long).
+so it reads as one process's error, trace included (of several met on one
+level, the one one process meets first).
 
 Where one process stops part-way through a level, the workers stop at its
 end: with ``stop_on_violation`` they may report more violations than one
-process (each with a shortest trace) and more states; where a level leaves
+process (each with a shortest trace) and more states, but not a model error
+met past the node where one process stopped (`_stopped_before`); where a level leaves
 nothing deeper, the search is over, violation or not, as on one process.
 Under ``max_states``
 each worker may add all that is left of the bound; a level whose new states
@@ -43,9 +48,8 @@ away its own new successors and claims the others' only to learn whether
 they are new, judging none of them, as one process turns them away
 unjudged. A time bound (``max_seconds``) goes to the workers as the seconds
 left at each level, and each stops part-way through it on its own clock, as
-one process does on out of memory. Of several
-equally short counterexamples the workers may report another one. Partial-order
-reduction does not run on several workers yet (refused).
+one process does on out of memory. Partial-order reduction does not run on
+several workers yet (refused).
 
 Workers are forked (they share the loaded system and the per-process hash
 secret the symmetry canonicalizer relies on), so this needs the ``fork``
@@ -69,10 +73,10 @@ from typing import Any, NoReturn
 from ..errors import DefinitionError
 from ..properties import Property
 from ..system import ActionLabel, System
-from ..traces.judge import HOLDS, PropertyResult
+from ..traces.judge import HOLDS, VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, FingerprintStore, collision_note, replay_chain
-from .ownership import partition_of, process_hash
+from .ownership import STEP_BITS, partition_of, process_hash
 from .partition import Finding, LevelReport, Plan, Share, kept_shares
 from .results import (
     UNBOUNDED,
@@ -91,6 +95,7 @@ __all__ = ["ParallelSearch", "UnpicklableValue", "parallel_search", "partition_o
 
 Node = tuple[Any, ...]
 WITNESS = "witness"  # the verdict a `sometimes` witness's trace is worded with
+_EXCHANGE = ("exchange", "pickle")  # a worker's failure to exchange, not the model's error
 
 
 class UnpicklableValue(DefinitionError):
@@ -145,6 +150,12 @@ class ParallelSearch:
         symmetry: bool,
         limits: Limits = UNBOUNDED,
     ) -> None:
+        if len(system.labels()) >> STEP_BITS:  # (a discovery key holds an action's number)
+            raise ValueError(
+                f"system {system.name!r} has {len(system.labels()):,} actions with their "
+                f"arguments; a search on several workers takes fewer than {1 << STEP_BITS:,}: "
+                "search on one process"
+            )
         self.workers = workers
         self.system = system
         self.max_states = limits.max_states
@@ -305,9 +316,11 @@ class ParallelSearch:
     def _merge(self, reports: list[LevelReport], command: str) -> None:
         """Fold one level's reports in: counts, then each property's shortest finding."""
         judge = self.judge
-        for report in reports:
-            if report.error is not None:
-                self._raise(*report.error, command)
+        failed = [(r.error[0] not in _EXCHANGE, r.error_key, r.error) for r in reports if r.error]
+        if failed:  # a failure to exchange first; else the error one process meets first
+            model, where, error = min(failed, key=lambda f: f[:2])
+            if not (model and self._stopped_before(reports, where[0])):
+                self._raise(*error, command)
         for report in reports:  # one worker's value may be equal to another's, and differ
             try:
                 values = self.decode(report.values)
@@ -325,7 +338,7 @@ class ParallelSearch:
         for report in reports:
             for finding in report.findings:
                 held = best.get(finding.prop)
-                if held is None or finding.length < held.length:
+                if held is None or (finding.length, finding.key) < (held.length, held.key):
                     best[finding.prop] = finding
         props = {p.id: p for p in judge.props}
         for pid, finding in sorted(best.items()):
@@ -335,6 +348,14 @@ class ParallelSearch:
             trace = self._trace(finding, prop)
             verdict = HOLDS if finding.verdict == WITNESS else finding.verdict
             judge._settle(PropertyResult(prop, verdict, trace, finding.detail))
+
+    def _stopped_before(self, reports: list[LevelReport], rank: int) -> bool:
+        """Whether one process, stopping at a violation, stops before it expands the node of
+        `rank` in the level expanded: it stops once it has expanded a node where it met one."""
+        if not self.stop_on_violation or rank < 0:  # (it judges every initial node)
+            return False
+        met = [f.key[0] for r in reports for f in r.findings if f.verdict == VIOLATED]
+        return any(0 <= at < rank for at in met)
 
     def _trace(self, finding: Finding, prop: Property) -> Trace:
         """The trace of a worker's `finding`, as one process words it."""

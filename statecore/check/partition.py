@@ -13,6 +13,14 @@ owner to tell it apart exactly), judged and queued at once, and expanded by
 the worker that reached it, unless the owner turns the claim down
 (`Partition`); the nodes to expand are then evened out (`moves`).
 
+A worker expands its nodes in one process's order (`Partition.order`, by
+rank), and notes with each finding where one process meets it
+(`Finding.key`): a node several workers reach keeps one process's parent, and
+of equally short findings the coordinator reports the one one process
+reports. The workers rank the next level's nodes between the answers and the
+evening out: each sends the others how many nodes each of its nodes reached
+first (`Partition.kids`).
+
 What carries the messages is the caller's: `Share` puts them in the other
 workers' inboxes and reads its own (queues between forked processes in
 `statecore.check.parallel`, actor calls on a Ray cluster in
@@ -37,7 +45,7 @@ from ..traces.judge import VIOLATED, PropertyResult
 from ..traces.trace import Trace
 from .fingerprints import ROOT, Fingerprinter, FingerprintStore
 from .frontier import Level, NodeHint, Parts, expand_hinted, new_level
-from .ownership import DEAD, PENDING, Partition, process_hash
+from .ownership import DEAD, PENDING, STEP_BITS, Partition, process_hash
 from .results import Limits
 from .symmetry_guard import Asymmetry
 from .transfer import dumps, loads
@@ -46,7 +54,9 @@ from .values import NotInterchangeable
 __all__ = ["Finding", "LevelReport", "OrbitMinimum", "Plan", "Share", "kept_shares", "moves"]
 
 Node = tuple[Any, ...]
-_CLAIMS, _ANSWERS, _COUNTS, _NODES = range(4)  # the messages of a level's exchange, in order
+# The messages of a level's exchange, in order.
+_CLAIMS, _ANSWERS, _KIDS, _COUNTS, _NODES = range(5)
+_ACTION = (1 << STEP_BITS) - 1  # a discovery key's action number
 _SLACK = 32  # nodes a worker may have to expand over an even share, left uneven
 _MEMORY_EVERY = 1024  # nodes expanded between two looks at the resident memory
 
@@ -152,6 +162,10 @@ class Finding:
     ref: int
     last: ActionLabel | None
     length: int  # the steps of its trace
+    # Where one process meets it in its level: (the rank of the node expanded, the action
+    # number of the step), the step's -1 for a finding on the node itself; (-1, its place)
+    # for an initial node. Of equally short findings, one process reports the least.
+    key: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -167,6 +181,7 @@ class LevelReport:
     stopped: str = ""  # the bound that stopped the level part-way (`Explorer.bound_hit`)
     store_bytes: int = 0
     error: tuple[str, str, int] | None = None  # (kind, message, reference)
+    error_key: tuple[int, int] = (-1, -1)  # where it was met (as `Finding.key`)
     values: bytes = b""  # the (place, value)s it made since its last report, encoded
 
 
@@ -217,6 +232,7 @@ class Share:
         # Findings on claimed nodes: each with its node's place in the level, and the result
         # the explorer settled it with, held back until the claim stands (`_settle`).
         self.pending: list[tuple[Finding, int, PropertyResult | None]] = []
+        self.placed: list[tuple[Finding, int]] = []  # findings on its own new nodes, with places
         self.mail: dict[tuple[int, int], bytes] = {}  # messages of an exchange, come early
         self.settle = self.explorer._settle  # the explorer's own
         setattr(self.explorer, "_trace", self._note)  # noqa: B010
@@ -226,14 +242,24 @@ class Share:
         self, node: Node, last: ActionLabel | None, prop: Property | None, verdict: str, detail: str
     ) -> Trace:
         """The explorer's `_trace` on a worker: note the finding, return an empty trace."""
-        ref = self.part.ref_of(node)
+        part = self.part
+        ref = part.ref_of(node)
         depth = self.base + (node is not self.current)  # the node expanded, or a new one
         pid = "" if prop is None else prop.id
         if prop is not None:
-            finding = Finding(pid, verdict, detail, ref, last, depth + (last is not None))
+            place = len(part.queued_fps) - 1
+            if node is self.current:
+                key = (part.parent_rank, -1)
+            else:  # the node just queued
+                found = part.queued_keys[place]
+                key = (-1, found) if self.current is None else (found >> STEP_BITS, found & _ACTION)
+            length = depth + (last is not None)
+            finding = Finding(pid, verdict, detail, ref, last, length, key)
             self.findings.append(finding)
             if ref == PENDING:
-                self.pending.append((finding, len(self.part.queued_fps) - 1, None))
+                self.pending.append((finding, place, None))
+            elif node is not self.current:
+                self.placed.append((finding, place))
         return Trace(self.system.name, (), pid, verdict, detail)
 
     def _settle(self, result: PropertyResult) -> None:
@@ -285,6 +311,8 @@ class Share:
             if command == "init":
                 deeper = explorer._initial_nodes()
                 kept = [None] * len(deeper) if walks else None
+                part.rank_roots()
+                self.placed = []  # (an initial node is never left dead)
             else:
                 self.base += 1
                 stage = "expand"
@@ -305,6 +333,11 @@ class Share:
             node = self.current
             ref = ROOT if node is None else part.ref_of(node)
             report.error = (stage, traceback.format_exc(), ref)
+        if report.error is not None:  # where one process would meet it: the least is its
+            if self.current is not None:
+                report.error_key = (part.parent_rank, 0)
+            elif command == "init" and part.queued_keys:
+                report.error_key = (-1, part.queued_keys[-1])
         self.frontier = deeper
         self.hints = kept  # those of its first nodes (its unpacked ones), in order
         part.next_level()
@@ -343,7 +376,11 @@ class Share:
         deeper_hints = kept
         refusals = explorer.refusals
         noted = 0
-        for index, current in enumerate(self.frontier):
+        order = part.order()
+        in_order = type(order) is range  # (then a packed frontier is read as it is stored)
+        for count, (index, current) in enumerate(
+            enumerate(self.frontier) if in_order else ((i, self.frontier[i]) for i in order)
+        ):
             if part.frontier_refs[index] == DEAD:
                 continue
             part.hold(current, index)
@@ -354,9 +391,10 @@ class Share:
             if len(refusals) > noted:  # pid -> (prop, node, action, detail), the first met
                 for pid, (_, _, action, detail) in list(refusals.items())[noted:]:
                     ref, length = part.ref_of(current), self.base + 1
-                    self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length))
+                    key = (part.parent_rank, part.store.action_of(action))
+                    self.findings.append(Finding(pid, VIOLATED, detail, ref, action, length, key))
                 noted = len(refusals)
-            if index % _MEMORY_EVERY == 0 and (hit := explorer.bound_hit()):
+            if count % _MEMORY_EVERY == 0 and (hit := explorer.bound_hit()):
                 report.stopped = hit
                 break
         refusals.clear()
@@ -379,29 +417,45 @@ class Share:
                     failure, payload = exc, self.dumps((b"", []))
             self.inboxes[owner].put((self.me, _CLAIMS, payload))
         claims = self._gather(_CLAIMS)
-        for sender in others:  # (the first claim on a node, in worker order, is the one added)
-            got, answer = claims[sender], b""
-            try:
-                answer = part.answer(got) if part.nodes is None else part.answer(*self.loads(got))
-            except Exception as exc:  # the sender waits for an answer all the same
-                failure = failure or exc
-            self.inboxes[sender].put((self.me, _ANSWERS, answer))
+        answers: dict[int, bytes] = {sender: b"" for sender in others}
+        lost = 0  # this worker's own nodes another's claim reached first
+        try:  # (each node new in this level goes to the least discovery key)
+            got = {
+                sender: (payload, None) if part.nodes is None else self.loads(payload)
+                for sender, payload in claims.items()
+            }
+            answers, lost = part.answer(got)
+        except Exception as exc:  # the senders wait for an answer all the same
+            failure = failure or exc
+        for sender in others:
+            self.inboxes[sender].put((self.me, _ANSWERS, answers[sender]))
         answers = self._gather(_ANSWERS)
-        live = len(deeper) - sum(part.answered(owner, answers[owner]) for owner in others)
-        dropped: list[Finding] = []
+        live = len(deeper) - lost - sum(part.answered(owner, answers[owner]) for owner in others)
+        self._drop_findings_on_dead()
+        kids = part.kids()
+        for other in others:
+            self.inboxes[other].put((self.me, _KIDS, kids))
+        part.rank([kids, *self._gather(_KIDS).values()])
+        live = self._even_out(deeper, deeper_hints, live)
+        if failure is not None:
+            raise failure
+        return live
+
+    def _drop_findings_on_dead(self) -> None:
+        """Drop what was found on a node left dead (a claim turned down, or this worker's own
+        node that another's claim reached first: its holder found it too), and settle what
+        was found on a claim that stands."""
+        part, dropped = self.part, []
         for finding, place, result in self.pending:
             finding.ref = part.queued_refs[place]
             if finding.ref == DEAD:
                 dropped.append(finding)
             elif result is not None and result.property.id not in self.explorer.results:
                 self.settle(result)
-        self.pending = []
+        dropped += [finding for finding, place in self.placed if part.queued_refs[place] == DEAD]
+        self.pending, self.placed = [], []
         if dropped:
             self.findings = [f for f in self.findings if all(f is not d for d in dropped)]
-        live = self._even_out(deeper, deeper_hints, live)
-        if failure is not None:
-            raise failure
-        return live
 
     def _even_out(
         self, deeper: Level, deeper_hints: list[NodeHint | None] | None, live: int
@@ -422,11 +476,12 @@ class Share:
         failure: Exception | None = None
         for sender, receiver, count in plan:
             if sender == self.me:
-                items: list[tuple[Node, int, int]] = []  # node, fingerprint, reference
+                items: list[tuple[Node, int, int, int]] = []  # node, fingerprint, ref, rank
                 while len(items) < count:
                     place -= 1
                     if refs[place] != DEAD:
-                        items.append((deeper[place], part.queued_fps[place], refs[place]))
+                        fp, rank = part.queued_fps[place], part.queued_keys[place]
+                        items.append((deeper[place], fp, refs[place], rank))
                         refs[place] = DEAD
                 try:
                     payload = self.dumps(items)
@@ -436,12 +491,13 @@ class Share:
                 live -= count
         for sender, receiver, _ in plan:  # (one message from each sender, in plan order)
             if receiver == self.me:
-                for node, fp, ref in self.loads(self._gather(_NODES, sender)[sender]):
+                for node, fp, ref, rank in self.loads(self._gather(_NODES, sender)[sender]):
                     deeper.append(node)
                     if deeper_hints is not None:
                         deeper_hints.append(None)
                     part.queued_fps.append(fp)
                     part.queued_refs.append(ref)
+                    part.queued_keys.append(rank)
                     live += 1
         if failure is not None:
             raise failure

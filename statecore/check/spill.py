@@ -53,6 +53,12 @@ class SpillFile:
         offset, self.end = self.end, self.end + len(data)
         return offset
 
+    def write(self, offset: int, data: bytes) -> None:
+        """Write `data` over what was written at `offset` (a file that took it once does)."""
+        assert self._file is not None and offset + len(data) <= self.end
+        self._file.seek(offset)
+        self._file.write(data)
+
     def read(self, offset: int, count: int, typecode: str) -> array[int]:
         """`count` numbers of `typecode` written at `offset`."""
         assert self._file is not None, "only what was written is read"
@@ -114,13 +120,31 @@ class ParentLog:
             raise IndexError(index)
         if index >= self._base:
             return self._refs[index - self._base], self._actions[index - self._base]
+        ref_at, action_at = self._offsets_of(index)
+        ref = self._file.read(ref_at, 1, _REF)[0]
+        return ref, self._file.read(action_at, 1, self._actions.typecode)[0]
+
+    def __setitem__(self, index: int, entry: tuple[int, int]) -> None:
+        """Make node `index`'s parent reference and action number `entry`."""
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        ref, action = entry
+        if index >= self._base:
+            self._refs[index - self._base], self._actions[index - self._base] = ref, action
+            return
+        ref_at, action_at = self._offsets_of(index)
+        self._file.write(ref_at, array(_REF, [ref]).tobytes())
+        self._file.write(action_at, array(self._actions.typecode, [action]).tobytes())
+
+    def _offsets_of(self, index: int) -> tuple[int, int]:
+        """Where node `index`'s parent reference and its action number are in the file."""
         chunk = bisect_right(self._firsts, index) - 1
         first, offset = self._firsts[chunk], self._offsets[chunk]
         after = self._firsts[chunk + 1] if chunk + 1 < len(self._firsts) else self._base
         refs, actions = self._refs.itemsize, self._actions.itemsize
-        ref = self._file.read(offset + (index - first) * refs, 1, _REF)[0]
-        at = offset + (after - first) * refs + (index - first) * actions
-        return ref, self._file.read(at, 1, self._actions.typecode)[0]
+        return offset + (index - first) * refs, offset + (after - first) * refs + (
+            index - first
+        ) * actions
 
     @property
     def nbytes(self) -> int:
